@@ -1,0 +1,3 @@
+from tvmfork.cli import main
+
+raise SystemExit(main())

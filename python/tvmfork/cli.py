@@ -1,0 +1,315 @@
+"""The `tvmfork` command line. `main` is the only place that catches TvmforkError."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from tvmfork import __version__, settings, ui
+from tvmfork import lock as lockmod
+from tvmfork import series as seriesmod
+from tvmfork.errors import PatchError, TvmforkError, UsageError, VerifyError
+
+
+def find_root(start: Path) -> Path:
+    for d in [start, *start.parents]:
+        if (d / "patches" / seriesmod.LOCK).is_file():
+            return d
+    raise UsageError(
+        f"no tvmfork repository at or above {start} (looked for patches/{seriesmod.LOCK}); "
+        "run inside the repository or pass --repo"
+    )
+
+
+class Ctx:
+    def __init__(self, args: argparse.Namespace, overrides: dict[str, Any]) -> None:
+        self.args = args
+        self.root = find_root(Path(args.repo or Path.cwd()).resolve())
+        self.settings = settings.load(self.root, overrides=overrides)
+        self.patches_dir = self.root / "patches"
+
+    def lock(self) -> lockmod.Lock:
+        return lockmod.load(self.patches_dir / seriesmod.LOCK)
+
+    def series(self) -> seriesmod.Series:
+        return seriesmod.load(self.patches_dir)
+
+    def checkout_dir(self) -> Path:
+        return self.settings.resolved_checkout()
+
+
+def cmd_checkout(ctx: Ctx) -> int:
+    from tvmfork.checkout import checkout
+
+    a = ctx.args
+    mode = "all" if a.all_submodules else "none" if a.no_submodules else "required"
+    dest = ctx.checkout_dir()
+    report = checkout(ctx.lock(), dest, ctx.settings.source, ctx.settings.submodules,
+                      submodules=mode, shallow=not a.full_history)
+    print(f"checkout at {dest}")
+    for f in report:
+        how = {"commit": "verified commit", "tree": "verified tree (plain folder)",
+               "unverified": "UNVERIFIED (plain folder)"}[f.verified]
+        print(f"  {f.path:40} {f.commit[:12]}  {how}  <- {f.source}")
+    return 0
+
+
+def cmd_apply(ctx: Ctx) -> int:
+    from tvmfork.patchflow import apply
+
+    res = apply(ctx.series(), ctx.checkout_dir(), force=ctx.args.force)
+    if not res.unchanged:
+        print(f"applied {len(res.applied)} patch(es); {ctx.checkout_dir()} is at {res.head[:12]}")
+        for name in res.applied:
+            print(f"  {name}")
+    return 0
+
+
+def cmd_export(ctx: Ctx) -> int:
+    from tvmfork.patchflow import plan_export, write_export
+
+    try:
+        current = ctx.series()
+    except PatchError:
+        current = None
+    plan = plan_export(ctx.patches_dir, ctx.checkout_dir(), current)
+    if ctx.args.check:
+        if plan.stale:
+            print("patches/ is stale against the checkout:")
+            for s in plan.stale:
+                print(f"  {s}")
+            return 1
+        print(f"patches/ matches the checkout ({len(plan.order)} patch(es))")
+        return 0
+    write_export(ctx.patches_dir, plan)
+    print(f"exported {len(plan.order)} patch(es) to {ctx.patches_dir}")
+    for s in plan.stale:
+        print(f"  {s}")
+    return 0
+
+
+def _cached_stock(ctx: Ctx) -> Path | None:
+    from tvmfork import stock
+
+    if ctx.settings.wheel.stock_wheel:
+        return ctx.settings.wheel.stock_wheel
+    try:
+        wf = stock.pick(ctx.lock())
+    except TvmforkError:
+        return None
+    path = ctx.settings.cache_dir / "wheels" / wf.filename
+    return path if path.is_file() else None
+
+
+def cmd_check(ctx: Ctx) -> int:
+    from tvmfork import check
+
+    report = check.run(ctx.root, _cached_stock(ctx))
+    if report.series:
+        for p in report.series.patches:
+            kind = "native" if p.native else "python"
+            print(f"  {kind:6}  {p.name}  ({p.trailer('Upstream-Status')})")
+    for n in report.notes:
+        print(f"note: {n}")
+    if report.problems:
+        raise PatchError("the series is not sound:\n  " + "\n  ".join(report.problems))
+    count = len(report.series.patches) if report.series else 0
+    print(f"series ok: {count} patch(es)")
+    return 0
+
+
+def build_overlay(ctx: Ctx, python_only: bool) -> Any:
+    from tvmfork import stock
+    from tvmfork.wheel import overlay
+
+    lock = ctx.lock()
+    path, _ = stock.fetch(lock, ctx.settings.cache_dir, ctx.settings.wheel.stock_wheel)
+    with ui.step(f"overlay wheel from {path.name}"):
+        res = overlay.build(lock, ctx.series(), path, ctx.settings.out_dir, python_only)
+    return res
+
+
+def cmd_wheel(ctx: Ctx) -> int:
+    ws = ctx.settings.wheel
+    series = ctx.series()
+    native = [p.name for p in series.patches if p.native]
+    mode = ws.mode
+    if mode == "source":
+        raise UsageError("source builds are not available in this version of tvmfork yet; "
+                         "use --mode overlay")
+    python_only = ws.python_only
+    if mode == "auto":
+        if native and not python_only:
+            ui.note("auto: source builds are not available yet, so this is an overlay wheel "
+                    f"WITHOUT the native patch(es): {', '.join(native)}")
+            python_only = True
+        mode = "overlay"
+    if ws.variant != "cpu":
+        ui.note(f"note: an overlay wheel keeps the stock wheel's binaries (CUDA-enabled); "
+                f"variant {ws.variant!r} only selects source builds")
+    start = time.monotonic()
+    res = build_overlay(ctx, python_only)
+    size = res.path.stat().st_size / 1e6
+    print(f"built {res.path} ({size:.1f} MB) in {time.monotonic() - start:.1f} s")
+    print(f"  version {res.version}; mode overlay")
+    print(f"  included ({len(res.included)}): {', '.join(res.included) or 'none'}")
+    if res.left_out:
+        print(f"  LEFT OUT ({len(res.left_out)}, native): {', '.join(res.left_out)}")
+    return 0
+
+
+def cmd_info(ctx: Ctx | None, args: argparse.Namespace) -> int:
+    from tvmfork import info
+
+    data = info.gather()
+    print(json.dumps(data, indent=2, sort_keys=True) if args.json else info.render(data))
+    return 0
+
+
+def cmd_verify(ctx: Ctx) -> int:
+    from tvmfork import stock, venvs, verify
+
+    a = ctx.args
+    s = ctx.settings
+    lock = ctx.lock()
+    series = ctx.series()
+    req_file = ctx.root / "tests" / "requirements.txt"
+    reqs = [ln.strip() for ln in req_file.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")]
+    stock_path, stock_wf = stock.fetch(lock, s.cache_dir, s.wheel.stock_wheel)
+    if a.wheel:
+        fork_wheel = Path(a.wheel).resolve()
+        included = {p.name for p in series.patches if not p.native}
+    else:
+        res = build_overlay(ctx, python_only=True)
+        fork_wheel, included = res.path, set(res.included)
+    vroot = s.cache_dir / "venvs"
+    deps = vroot / f"deps-{venvs.key(*reqs)}"
+    venvs.ensure(deps, reqs, python=s.python)
+    stock_py = venvs.ensure(
+        vroot / f"stock-{stock_wf.sha256[:12]}", [str(stock_path), a.stock_ffi],
+        python=s.python, deps_venv=deps)
+    fork_py = venvs.ensure(
+        vroot / "fork", [str(fork_wheel)], python=s.python, deps_venv=deps,
+        pip_args=("--force-reinstall", "--no-cache-dir"))
+    rows = verify.verify(series, ctx.root, stock_py, fork_py, included, a.patches or None)
+    print(verify.table(rows))
+    bad = [r for r in rows if r.stock is not None and not r.ok]
+    if bad:
+        for r in bad:
+            print(f"\n--- {r.patch} on stock ({r.stock.word if r.stock else '-'}):\n"
+                  f"{r.stock.tail if r.stock else ''}\n--- on the fork "
+                  f"({r.fork.word if r.fork else '-'}):\n{r.fork.tail if r.fork else ''}")
+        raise VerifyError(f"{len(bad)} patch(es) not proven: {', '.join(r.patch for r in bad)}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tvmfork",
+        description="A downstream Apache TVM fork as a patch series: check out, apply, export, "
+        "check, build wheels and verify.",
+    )
+    p.add_argument("--version", action="version", version=f"tvmfork {__version__}")
+    p.add_argument("--repo", help="the tvmfork repository (default: found from the cwd)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def with_checkout(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--checkout", dest="checkout_dir",
+                        help="the TVM checkout (default: settings checkout_dir)")
+
+    c = sub.add_parser("checkout", help="a TVM checkout at the pin")
+    with_checkout(c)
+    c.add_argument("--source", help="URL, local git directory or plain folder of TVM")
+    c.add_argument("--submodule", action="append", default=[], metavar="PATH=SOURCE",
+                   help="source for one submodule (nested ones too), repeatable")
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("--all-submodules", action="store_true", help="not only the required ones")
+    g.add_argument("--no-submodules", action="store_true")
+    c.add_argument("--full-history", action="store_true", help="fetch history, not depth 1")
+
+    a = sub.add_parser("apply", help="apply the series to the checkout (git am)")
+    with_checkout(a)
+    a.add_argument("--force", action="store_true",
+                   help="replace commits that differ from the series (kept in a backup ref)")
+
+    e = sub.add_parser("export", help="write the checkout's commits back to patches/")
+    with_checkout(e)
+    e.add_argument("--check", action="store_true", help="only report what is stale")
+
+    sub.add_parser("check", help="validate the series, trailers and overlay applicability")
+
+    w = sub.add_parser("wheel", help="build a fork wheel")
+    w.add_argument("--mode", choices=settings.MODES)
+    w.add_argument("--variant", choices=settings.VARIANTS)
+    w.add_argument("--python-only", action="store_true", default=None,
+                   help="overlay even with native patches, leaving them out")
+    w.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
+    w.add_argument("--out", dest="out_dir", help="output folder (default: out/)")
+
+    i = sub.add_parser("info", help="the fork manifest of the installed TVM")
+    i.add_argument("--json", action="store_true")
+
+    v = sub.add_parser("verify", help="each regression test: fails on stock, passes on fork")
+    v.add_argument("patches", nargs="*", help="only these patches")
+    v.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
+    v.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
+    v.add_argument("--stock-ffi", default="apache-tvm-ffi==0.1.14.post1",
+                   help="tvm-ffi for the stock side (BUGS.md section 0; default %(default)s)")
+    return p
+
+
+COMMANDS = {
+    "checkout": cmd_checkout, "apply": cmd_apply, "export": cmd_export, "check": cmd_check,
+    "wheel": cmd_wheel, "verify": cmd_verify,
+}
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    o: dict[str, Any] = {}
+    for key in ("checkout_dir", "source", "out_dir"):
+        if getattr(args, key, None):
+            o[key] = getattr(args, key)
+    subs = getattr(args, "submodule", None)
+    if subs:
+        o["submodules"] = {}
+        for item in subs:
+            path, sep, src = item.partition("=")
+            if not sep or not path or not src:
+                raise UsageError(f"--submodule takes PATH=SOURCE, not {item!r}")
+            o["submodules"][path.strip("/")] = src
+    wheel = {k: getattr(args, k) for k in ("mode", "variant", "python_only", "stock_wheel")
+             if getattr(args, k, None) is not None}
+    if wheel:
+        o["wheel"] = wheel
+    return o
+
+
+def main_inner(argv: list[str] | None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "info":
+        return cmd_info(None, args)
+    ctx = Ctx(args, overrides_from(args))
+    return COMMANDS[args.command](ctx)
+
+
+def main(argv: list[str] | None = None) -> int:
+    debug = "--debug" in (argv if argv is not None else sys.argv) or bool(
+        os.environ.get("TVMFORK_DEBUG"))
+    try:
+        return main_inner(argv)
+    except TvmforkError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"tvmfork: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tvmfork: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,49 @@
+"""The manifest a fork wheel carries (`tvm/fork_manifest.json`), and reading it back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tvmfork.lock import Lock
+from tvmfork.series import Series
+
+MANIFEST_PATH = "tvm/fork_manifest.json"
+FORMAT = 1
+
+
+def build(
+    lock: Lock,
+    series: Series,
+    included: set[str],
+    *,
+    version: str,
+    mode: str,
+    variant: str,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": version,
+        "mode": mode,
+        "variant": variant,
+        "upstream": {"url": lock.url, "tag": lock.tag, "commit": lock.commit},
+        "series_digest": series.digest,
+        "tvm_ffi_requirement": lock.tvm_ffi_requirement,
+        "patches": [
+            {
+                "name": p.name,
+                "subject": p.subject,
+                "sha256": p.sha256,
+                "native": p.native,
+                "included": p.name in included,
+                "upstream_status": p.trailer("Upstream-Status"),
+            }
+            for p in series.patches
+        ],
+        **(extra or {}),
+    }
+
+
+def dumps(manifest: dict[str, Any]) -> bytes:
+    return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()

@@ -1,0 +1,66 @@
+"""The one subprocess helper: echo the command, run it, and fail with its output."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tvmfork.errors import ProcessError
+
+TAIL_LINES = 40
+
+
+def _fmt(cmd: Sequence[str | Path]) -> str:
+    return shlex.join(str(c) for c in cmd)
+
+
+def run(
+    cmd: Sequence[str | Path],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    capture: bool = True,
+    echo: bool = False,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `cmd`; with `check`, a non-zero exit raises ProcessError with the output tail.
+
+    `capture` collects stdout and stderr together (text); otherwise they stream to the
+    terminal. `env` entries are added to the current environment.
+    """
+    if echo:
+        print(f"+ {_fmt(cmd)}", file=sys.stderr, flush=True)
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    try:
+        proc = subprocess.run(
+            [str(c) for c in cmd],
+            cwd=cwd,
+            env=full_env,
+            text=True,
+            input=input,
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.STDOUT if capture else None,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise ProcessError(f"command not found: {cmd[0]} (needed for: {_fmt(cmd)})") from exc
+    if check and proc.returncode != 0:
+        raise ProcessError(failure_message(cmd, proc.returncode, proc.stdout or "", cwd))
+    return proc
+
+
+def failure_message(
+    cmd: Sequence[str | Path], code: int, output: str, cwd: Path | None = None
+) -> str:
+    lines = output.rstrip().splitlines()[-TAIL_LINES:]
+    where = f" (in {cwd})" if cwd else ""
+    body = "\n".join("    " + line for line in lines) or "    (no output)"
+    return f"command failed with exit code {code}{where}:\n  {_fmt(cmd)}\n{body}"

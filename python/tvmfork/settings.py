@@ -1,0 +1,152 @@
+"""Typed settings, layered: defaults < tvmfork.local.toml < TVMFORK_* environment < CLI.
+
+`tvmfork.local.toml` sits at the repository root and is ignored by git: it is where a
+machine's paths (a TVM mirror, a cache) belong, never in a committed file. Unknown keys are
+errors with a "did you mean" hint, in the file and in the environment alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from tvmfork.errors import UsageError
+
+LOCAL_CONFIG = "tvmfork.local.toml"
+ENV_PREFIX = "TVMFORK_"
+MODES = ("auto", "overlay", "source")
+VARIANTS = ("cpu", "cuda")
+
+
+def _default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tvmfork"
+
+
+@dataclass
+class WheelSettings:
+    mode: str = "auto"
+    """How to build: `overlay` (stock wheel + Python patches), `source`, or `auto`."""
+    variant: str = "cpu"
+    """Build variant (`cpu` or `cuda`); an overlay wheel is the stock wheel's variant."""
+    python_only: bool = False
+    """Overlay a series that has native patches, leaving those out (said in the manifest)."""
+    stock_wheel: Path | None = None
+    """A local copy of the stock wheel to use instead of downloading it (offline use)."""
+
+
+@dataclass
+class Settings:
+    cache_dir: Path = field(default_factory=_default_cache)
+    """Downloads, venvs and checkouts live here, outside the repository."""
+    checkout_dir: Path | None = None
+    """The TVM checkout that `checkout`, `apply` and `export` work on (default: cache)."""
+    out_dir: Path = Path("out")
+    """Where wheels and reports are written (ignored by git)."""
+    source: str | None = None
+    """TVM's source: a URL, a local git directory or a plain folder (default: the lock's URL)."""
+    submodules: dict[str, str] = field(default_factory=dict)
+    """Per-submodule source overrides, keyed by path (`3rdparty/tvm-ffi`)."""
+    python: str = "python3"
+    """The interpreter that test venvs are made from."""
+    wheel: WheelSettings = field(default_factory=WheelSettings)
+
+    def resolved_checkout(self) -> Path:
+        return self.checkout_dir or self.cache_dir / "checkout" / "tvm"
+
+    def validate(self) -> None:
+        if self.wheel.mode not in MODES:
+            raise UsageError(f"wheel.mode must be one of {', '.join(MODES)}, not {self.wheel.mode!r}")
+        if self.wheel.variant not in VARIANTS:
+            raise UsageError(
+                f"wheel.variant must be one of {', '.join(VARIANTS)}, not {self.wheel.variant!r}"
+            )
+
+
+def _keys(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _unknown(key: str, known: list[str], where: str) -> UsageError:
+    hint = difflib.get_close_matches(key, known, n=1)
+    did = f" (did you mean {hint[0]!r}?)" if hint else ""
+    return UsageError(f"unknown setting {key!r} in {where}{did}; known: {', '.join(known)}")
+
+
+def _convert(value: Any, typ: Any, key: str, where: str) -> Any:
+    text = str(typ)
+    if typ is bool or text == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.lower() in ("1", "true", "yes", "on")
+        raise UsageError(f"setting {key!r} in {where} must be true or false, not {value!r}")
+    if "dict" in text:
+        if not isinstance(value, Mapping):
+            raise UsageError(f"setting {key!r} in {where} must be a table")
+        return {str(k): str(v) for k, v in value.items()}
+    if not isinstance(value, str):
+        raise UsageError(f"setting {key!r} in {where} must be a string, not {value!r}")
+    if "Path" in text:
+        return Path(value).expanduser()
+    return value
+
+
+def _apply(obj: Any, data: Mapping[str, Any], where: str, prefix: str = "") -> None:
+    hints = get_type_hints(type(obj))
+    known = _keys(type(obj))
+    for key, value in data.items():
+        if key not in known:
+            raise _unknown(prefix + key, [prefix + k for k in known], where)
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise UsageError(f"setting {prefix + key!r} in {where} must be a table")
+            _apply(current, value, where, prefix=f"{prefix}{key}.")
+        else:
+            setattr(obj, key, _convert(value, hints[key], prefix + key, where))
+
+
+def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+    """TVMFORK_CACHE_DIR=... -> cache_dir; TVMFORK_WHEEL__MODE=... -> wheel.mode."""
+    out: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
+        if parts[0] in ("debug",):  # runtime switches, not settings
+            continue
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def load(
+    root: Path,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build Settings for the repository at `root` from every layer."""
+    settings = Settings()
+    config = root / LOCAL_CONFIG
+    if config.is_file():
+        try:
+            data = tomllib.loads(config.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"{config}: {exc}") from exc
+        _apply(settings, data, str(config))
+    _apply(settings, _env_layer(os.environ if environ is None else environ), "the environment")
+    if overrides:
+        _apply(settings, overrides, "the command line")
+    if not settings.out_dir.is_absolute():
+        settings.out_dir = root / settings.out_dir
+    settings.validate()
+    return settings

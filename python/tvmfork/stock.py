@@ -1,0 +1,75 @@
+"""The stock PyPI wheel named in the lock: found in the cache or downloaded, always verified."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+from packaging.tags import sys_tags
+from packaging.utils import parse_wheel_filename
+
+from tvmfork import proc, ui
+from tvmfork.errors import IntegrityError, UsageError
+from tvmfork.lock import Lock, WheelFile
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def pick(lock: Lock) -> WheelFile:
+    """The lock's wheel file that best fits this interpreter and platform."""
+    ranked = {str(t): i for i, t in enumerate(sys_tags())}
+    best: tuple[int, WheelFile] | None = None
+    for wf in lock.wheel_files:
+        _, _, _, tags = parse_wheel_filename(wf.filename)
+        score = min((ranked[str(t)] for t in tags if str(t) in ranked), default=None)
+        if score is not None and (best is None or score < best[0]):
+            best = (score, wf)
+    if best is None:
+        names = ", ".join(w.filename for w in lock.wheel_files)
+        raise UsageError(f"none of the stock wheels in the lock fits this platform: {names}")
+    return best[1]
+
+
+def verify(path: Path, expected: WheelFile) -> None:
+    got = sha256_of(path)
+    if got != expected.sha256:
+        raise IntegrityError(
+            f"{path} has sha256 {got}, but the lock records {expected.sha256} for "
+            f"{expected.filename}; the file is corrupt or not the stock wheel. Delete it and "
+            "run again to download it afresh."
+        )
+
+
+def fetch(lock: Lock, cache_dir: Path, local: Path | None = None) -> tuple[Path, WheelFile]:
+    """Path to a verified stock wheel: `local` if given, else cached, else downloaded."""
+    if local is not None:
+        if not local.is_file():
+            raise UsageError(f"stock wheel {local} does not exist")
+        expected = lock.wheel_file(local.name)
+        if expected is None:
+            raise UsageError(f"{local.name} is not one of the stock wheels named in the lock")
+        verify(local, expected)
+        return local, expected
+    expected = pick(lock)
+    wheels = cache_dir / "wheels"
+    path = wheels / expected.filename
+    if not path.is_file():
+        wheels.mkdir(parents=True, exist_ok=True)
+        version = parse_wheel_filename(expected.filename)[1]
+        with ui.step(f"download {expected.filename}"):
+            proc.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                 "--dest", wheels, f"{lock.wheel_project}=={version}"],
+                echo=True,
+            )
+        if not path.is_file():
+            raise IntegrityError(f"pip did not produce {expected.filename} in {wheels}")
+    verify(path, expected)
+    return path, expected

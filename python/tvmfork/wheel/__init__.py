@@ -1,0 +1,1 @@
+"""Wheel building: overlay (stock wheel + Python patches) and, later, source builds."""

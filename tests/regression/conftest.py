@@ -1,0 +1,31 @@
+"""Regression tests run against the TVM of the interpreter running them (stock or fork).
+
+`tvmfork verify` runs each module twice, in a stock venv and in a fork venv. Run directly,
+they test whatever TVM this environment has; without TVM they are skipped, saying so.
+"""
+
+import pytest
+
+collect_ignore_glob: list[str] = []
+
+try:
+    import tvm  # noqa: F401
+except ImportError:
+    collect_ignore_glob.append("test_*.py")
+
+    def pytest_collection_modifyitems(config, items):  # pragma: no cover
+        pass
+
+
+def pytest_report_header(config):
+    try:
+        import tvm
+
+        return f"TVM under test: {tvm.__version__} at {tvm.__file__}"
+    except ImportError:
+        return "TVM under test: none installed (regression modules not collected)"
+
+
+@pytest.fixture(autouse=True)
+def _mark_regression(request):
+    request.node.add_marker(pytest.mark.regression)
