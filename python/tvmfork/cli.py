@@ -197,7 +197,7 @@ def cmd_verify(ctx: Ctx) -> int:
         python=s.python, deps_venv=deps)
     fork_py = venvs.ensure(
         vroot / "fork", [str(fork_wheel)], python=s.python, deps_venv=deps,
-        pip_args=("--force-reinstall", "--no-cache-dir"))
+        fingerprint=stock.sha256_of(fork_wheel))
     rows = verify.verify(series, ctx.root, stock_py, fork_py, included, a.patches or None)
     print(verify.table(rows))
     bad = [r for r in rows if r.stock is not None and not r.ok]

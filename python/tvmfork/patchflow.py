@@ -33,7 +33,8 @@ FORMAT_PATCH_FLAGS = (
     "--no-notes",  # notes are local annotations, not part of a patch
     "--encoding=UTF-8",
 )
-AM_FLAGS = ("--committer-date-is-author-date", "--quiet", "--no-3way", "--keep-cr")
+# --keep: keep "[Relax][Legalize] ..." subjects whole (the counterpart of --keep-subject)
+AM_FLAGS = ("--keep", "--committer-date-is-author-date", "--quiet", "--no-3way", "--keep-cr")
 FAILED_RE = re.compile(r"patch failed: (\S+?):(\d+)")
 DOES_NOT_APPLY_RE = re.compile(r"error: (\S+?): (does not exist in index|already exists in "
                                r"working directory|patch does not apply|No such file)")

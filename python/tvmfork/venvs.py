@@ -36,10 +36,13 @@ def ensure(
     *,
     python: str,
     deps_venv: Path | None = None,
-    pip_args: tuple[str, ...] = (),
+    fingerprint: str = "",
 ) -> Path:
-    """A venv at `venv` with exactly these requirements installed; reused when unchanged."""
-    want = {"requirements": requirements, "deps": str(deps_venv or ""), "pip_args": pip_args}
+    """A venv at `venv` with exactly these requirements installed; reused when unchanged.
+
+    `fingerprint` names content the requirements do not show (a rebuilt wheel's hash).
+    """
+    want = {"requirements": requirements, "deps": str(deps_venv or ""), "fp": fingerprint}
     marker = venv / MARKER
     if marker.is_file() and json.loads(marker.read_text()) == json.loads(json.dumps(want)):
         return python_of(venv)
@@ -50,6 +53,6 @@ def ensure(
                 str(site_packages(deps_venv)) + "\n"
             )
         proc.run([python_of(venv), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  *pip_args, *requirements])
+                  *requirements])
         marker.write_text(json.dumps(want))
     return python_of(venv)

@@ -1,0 +1,160 @@
+"""Fixtures: a tiny fake upstream (real git repos in tmp dirs) and a tvmfork repo for it."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tvmfork import cli
+
+
+def git(cwd: Path, *args: str) -> str:
+    r = subprocess.run(
+        ["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, check=True, text=True,
+        capture_output=True,
+        env={"GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+             "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
+             "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+0000",
+             "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+0000",
+             "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/local/bin"},
+    )
+    return r.stdout.strip()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+PY_FILE = "python/tvm/relax/legalize.py"
+PY_TEXT = "".join(f"def op{i}(x):\n    return x + {i}\n\n\n" for i in range(12))
+
+
+@dataclass
+class Upstream:
+    repo: Path
+    ffi: Path
+    commit: str
+    tree: str
+    ffi_commit: str
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    """A fake TVM with python/, src/, tests/ and one submodule (3rdparty/tvm-ffi)."""
+    ffi = tmp_path / "up-ffi"
+    write(ffi / "include/ffi.h", "int ffi(void);\n")
+    git(ffi, "init", "-q", "-b", "main", ".")
+    git(ffi, "add", "-A")
+    git(ffi, "commit", "-qm", "ffi")
+    repo = tmp_path / "up-tvm"
+    write(repo / PY_FILE, PY_TEXT)
+    write(repo / "python/tvm/__init__.py", "")
+    write(repo / "src/op.cc", "int op() { return 1; }\n")
+    write(repo / "tests/python/test_op.py", "def test_op():\n    pass\n")
+    git(repo, "init", "-q", "-b", "main", ".")
+    git(repo, "submodule", "add", "-q", str(ffi), "3rdparty/tvm-ffi")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "upstream")
+    git(repo, "tag", "v1.0.0")
+    return Upstream(repo, ffi, git(repo, "rev-parse", "HEAD"),
+                    git(repo, "rev-parse", "HEAD^{tree}"), git(ffi, "rev-parse", "HEAD"))
+
+
+def make_stock_wheel(dir: Path, body: str = PY_TEXT) -> Path:
+    """A small wheel shaped like apache-tvm's: tvm/ files plus a dist-info."""
+    dir.mkdir(parents=True, exist_ok=True)
+    path = dir / "apache_tvm-1.0.0-py3-none-any.whl"
+    info = "apache_tvm-1.0.0.dist-info"
+    files = {
+        "tvm/__init__.py": "",
+        "tvm/_version.py": "__version__ = version = '1.0.0'\n",
+        "tvm/relax/legalize.py": body,
+        "tvm/lib/libtvm.so": "\x7fELF" + "x" * 5000,
+        f"{info}/METADATA": "Metadata-Version: 2.4\nName: apache-tvm\nVersion: 1.0.0\n"
+        "Requires-Dist: apache-tvm-ffi>=0.1.0\nRequires-Dist: numpy\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{n},sha256=x,{len(t)}\n" for n, t in files.items()) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, text in files.items():
+            zf.writestr(zipfile.ZipInfo(name, (2026, 1, 1, 0, 0, 0)), text)
+        zf.writestr(zipfile.ZipInfo(f"{info}/RECORD", (2026, 1, 1, 0, 0, 0)), record)
+    return path
+
+
+@dataclass
+class Fork:
+    root: Path
+    checkout: Path
+    wheel: Path
+    upstream: Upstream
+
+    def run(self, *args: str) -> int:
+        return cli.main(["--repo", str(self.root), *args])
+
+    def tvm(self, *args: str) -> str:
+        return git(self.checkout, *args)
+
+    def commit_change(self, path: str, old: str, new: str, subject: str, test: str = "") -> None:
+        f = self.checkout / path
+        text = f.read_text() if f.exists() else ""
+        write(f, text.replace(old, new) if old else text + new)
+        trailers = (
+            "Fixes: BUGS.md section 1\nUpstream-Status: pending\n"
+            f"Regression-Test: {test or 'tests/regression/test_example.py'}"
+        )
+        self.tvm("add", "-A")
+        self.tvm("commit", "-qm", f"{subject}\n\nWhy this change.\n\n{trailers}")
+
+
+@pytest.fixture
+def fork(tmp_path: Path, upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> Fork:
+    """A tvmfork repo pinned to `upstream`, with a checkout made by `tvmfork checkout`."""
+    for name in list(__import__("os").environ):
+        if name.startswith("TVMFORK_"):
+            monkeypatch.delenv(name)
+    root = tmp_path / "fork"
+    wheel = make_stock_wheel(tmp_path / "wheels")
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    write(root / "patches/series", "# order\n")
+    write(root / "patches/lock.toml", f'''
+[upstream]
+url = "{upstream.repo}"
+tag = "v1.0.0"
+commit = "{upstream.commit}"
+tree = "{upstream.tree}"
+version = "1.0.0"
+
+[[submodule]]
+path = "3rdparty/tvm-ffi"
+url = "{upstream.ffi}"
+commit = "{upstream.ffi_commit}"
+required = true
+
+[stock_wheel]
+project = "apache-tvm"
+
+[[stock_wheel.file]]
+filename = "{wheel.name}"
+sha256 = "{sha}"
+
+[tvm_ffi]
+requirement = ">=0.1.0,<0.2"
+''')
+    write(root / "tests/regression/test_example.py", "def test_x():\n    pass\n")
+    checkout = tmp_path / "checkout"
+    write(root / "tvmfork.local.toml",
+          f'checkout_dir = "{checkout}"\ncache_dir = "{tmp_path / "cache"}"\n'
+          f'[wheel]\nstock_wheel = "{wheel}"\n')
+    f = Fork(root, checkout, wheel, upstream)
+    assert f.run("checkout", "--source", str(upstream.repo)) == 0
+    git(checkout, "config", "user.name", "dev")
+    git(checkout, "config", "user.email", "dev@example.com")
+    return f

@@ -1,0 +1,79 @@
+"""`tvmfork check`: series entries, trailers, classification, overlay applicability."""
+
+from __future__ import annotations
+
+import pytest
+
+from tvmfork import check
+from tvmfork.series import classify
+
+from .conftest import PY_FILE, Fork, make_stock_wheel, write
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def exported(fork: Fork) -> Fork:
+    fork.commit_change(PY_FILE, "return x + 3", "return x - 3", "[Relax] Fix op3")
+    fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
+    fork.commit_change("tests/python/test_op.py", "", "def test_more():\n    pass\n",
+                       "[Test] Only tests")
+    assert fork.run("export") == 0
+    return fork
+
+
+def test_sound_series(exported: Fork) -> None:
+    report = check.run(exported.root, exported.wheel)
+    assert report.problems == []
+    kinds = {p.name: p.native for p in report.series.patches}
+    assert kinds == {"fix-op3.patch": False, "native-fix.patch": True, "only-tests.patch": False}
+    assert any("apply cleanly" in n for n in report.notes)
+
+
+def test_classify() -> None:
+    assert classify("python/tvm/relax/x.py") == "python"
+    assert classify("tests/python/relax/test_x.py") == "test"
+    assert classify("src/relax/op.cc") == "native"
+    assert classify("python/setup.py") == "native"  # not shipped by an overlay
+
+
+def test_duplicate_and_missing_entries(exported: Fork) -> None:
+    write(exported.root / "patches/series", "fix-op3.patch\nfix-op3.patch\nghost.patch\n")
+    problems = check.run(exported.root, None).problems
+    text = "\n".join(problems)
+    assert "fix-op3.patch is listed more than once" in text
+    assert "ghost.patch is listed but the file does not exist" in text
+
+
+def test_unlisted_patch(exported: Fork) -> None:
+    write(exported.root / "patches/series", "fix-op3.patch\nnative-fix.patch\n")
+    problems = check.run(exported.root, None).problems
+    assert problems == ["only-tests.patch is in patches/ but not listed in the series"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("Upstream-Status: pending", "Upstream-Status: someday", "is not one of"),
+        ("Fixes: BUGS.md section 1\n", "", "missing trailer Fixes"),
+        ("tests/regression/test_example.py", "tests/regression/test_gone.py", "does not exist"),
+        ("tests/regression/test_example.py", "tests/unit/test_x.py", "not under tests/regression"),
+    ],
+)
+def test_bad_trailers(exported: Fork, old: str, new: str, expected: str) -> None:
+    p = exported.root / "patches/fix-op3.patch"
+    p.write_text(p.read_text().replace(old, new))
+    problems = check.run(exported.root, None).problems
+    assert len(problems) == 1 and expected in problems[0] and "fix-op3.patch" in problems[0]
+
+
+def test_python_patch_that_does_not_fit_the_stock_wheel(exported: Fork) -> None:
+    other = make_stock_wheel(exported.root.parent / "other", body="something else\n")
+    problems = check.run(exported.root, other).problems
+    assert len(problems) == 1 and "fix-op3.patch do not apply to the stock wheel" in problems[0]
+
+
+def test_cli_check_exit_code(exported: Fork) -> None:
+    assert exported.run("check") == 0
+    write(exported.root / "patches/series", "ghost.patch\n")
+    assert exported.run("check") == 5

@@ -1,0 +1,102 @@
+"""Overlay wheels: reproducible, verified input, correct RECORD, native patches handled."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tvmfork import lock as lockmod
+from tvmfork import series as seriesmod
+from tvmfork import stock
+from tvmfork.errors import IntegrityError, UsageError
+from tvmfork.wheel import overlay
+
+from .conftest import PY_FILE, Fork
+
+pytestmark = pytest.mark.unit
+
+
+def _build(fork: Fork, out: Path, python_only: bool = False) -> overlay.OverlayResult:
+    lock = lockmod.load(fork.root / "patches/lock.toml")
+    path, _ = stock.fetch(lock, fork.root, fork.wheel)
+    return overlay.build(lock, seriesmod.load(fork.root / "patches"), path, out, python_only)
+
+
+@pytest.fixture
+def py_fork(fork: Fork) -> Fork:
+    fork.commit_change(PY_FILE, "return x + 3", "return x - 3", "[Relax] Fix op3")
+    fork.commit_change("python/tvm/relax/new_mod.py", "", "VALUE = 1\n", "[Relax] Add module")
+    assert fork.run("export") == 0
+    return fork
+
+
+def test_overlay_content_and_record(py_fork: Fork, tmp_path: Path) -> None:
+    res = _build(py_fork, tmp_path / "a")
+    assert res.version.startswith("1.0.0+fork.") and not res.version.endswith(".py")
+    info = f"apache_tvm-{res.version}.dist-info"
+    with zipfile.ZipFile(res.path) as zf:
+        assert "return x - 3" in zf.read("tvm/relax/legalize.py").decode()
+        assert zf.read("tvm/relax/new_mod.py") == b"VALUE = 1\n"
+        meta = zf.read(f"{info}/METADATA").decode()
+        assert f"Version: {res.version}" in meta
+        assert "Requires-Dist: apache-tvm-ffi>=0.1.0,<0.2" in meta
+        assert f"'{res.version}'" in zf.read("tvm/_version.py").decode()
+        manifest = json.loads(zf.read("tvm/fork_manifest.json"))
+        assert [p["included"] for p in manifest["patches"]] == [True, True]
+        assert manifest["upstream"]["commit"] == py_fork.upstream.commit
+        assert not any(n.startswith("apache_tvm-1.0.0.dist-info") for n in zf.namelist())
+        rows = list(csv.reader(io.StringIO(zf.read(f"{info}/RECORD").decode())))
+        recorded = {r[0] for r in rows}
+        assert recorded == {n for n in zf.namelist() if not n.endswith("/")}
+        for name, digest, size in rows:
+            if name.endswith("RECORD"):
+                continue
+            data = zf.read(name)
+            want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            if name in ("tvm/relax/legalize.py", "tvm/fork_manifest.json"):
+                assert digest == f"sha256={want}" and int(size) == len(data)
+        assert zf.testzip() is None
+
+
+def test_two_builds_are_byte_identical(py_fork: Fork, tmp_path: Path) -> None:
+    a = _build(py_fork, tmp_path / "a").path.read_bytes()
+    b = _build(py_fork, tmp_path / "b").path.read_bytes()
+    assert a == b
+
+
+def test_tampered_stock_wheel_is_an_error(py_fork: Fork) -> None:
+    with zipfile.ZipFile(py_fork.wheel, "a") as zf:
+        zf.writestr("tvm/evil.py", "x = 1\n")
+    with pytest.raises(IntegrityError, match="sha256"):
+        _build(py_fork, py_fork.root / "out")
+
+
+def test_native_patch_needs_python_only(py_fork: Fork, tmp_path: Path) -> None:
+    py_fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
+    assert py_fork.run("export") == 0
+    with pytest.raises(UsageError, match="native-fix.patch"):
+        _build(py_fork, tmp_path / "n")
+    res = _build(py_fork, tmp_path / "n", python_only=True)
+    assert res.left_out == ["native-fix.patch"] and res.version.endswith(".py")
+    with zipfile.ZipFile(res.path) as zf:
+        manifest = json.loads(zf.read("tvm/fork_manifest.json"))
+    assert {p["name"]: p["included"] for p in manifest["patches"]} == {
+        "fix-op3.patch": True, "add-module.patch": True, "native-fix.patch": False}
+
+
+def test_cli_wheel_auto_says_what_it_left_out(py_fork: Fork,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    py_fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
+    assert py_fork.run("export") == 0
+    assert py_fork.run("wheel", "--out", str(py_fork.root / "out")) == 0
+    out = capsys.readouterr()
+    assert "LEFT OUT (1, native): native-fix.patch" in out.out
+    assert "WITHOUT the native patch(es): native-fix.patch" in out.err
+    assert py_fork.run("wheel", "--mode", "overlay") == 2  # no --python-only: refused
