@@ -58,7 +58,10 @@ def _fetch_git(repo: git.Repo, source: str, commit: str, tag: str | None, shallo
         r = repo.run("ls-remote", url, f"refs/tags/{tag}", f"refs/tags/{tag}^{{}}", check=False)
         if r.returncode != 0:
             raise SourceError(f"cannot read {source}:\n    {r.stdout.strip()}")
-        refs = dict(reversed(line.split("\t")) for line in r.stdout.splitlines() if "\t" in line)
+        refs: dict[str, str] = {}
+        for line in r.stdout.splitlines():
+            sha, _, ref = line.partition("\t")
+            refs[ref] = sha
         tagged = refs.get(f"refs/tags/{tag}^{{}}") or refs.get(f"refs/tags/{tag}")
         if tagged and tagged != commit:
             raise SourceError(
@@ -83,7 +86,7 @@ def _gitlinks(repo: git.Repo) -> dict[str, str]:
     links = {}
     for line in text.splitlines():
         meta, path = line.split("\t", 1)
-        mode, kind, sha = meta.split()
+        _mode, kind, sha = meta.split()
         if kind == "commit":
             links[path] = sha
     return links
@@ -102,8 +105,9 @@ def _gitmodule_urls(root: Path) -> dict[str, str]:
 
 
 def _copy_folder(src: Path, dest: Path) -> None:
-    shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns(".git"))
+    shutil.copytree(
+        src, dest, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git")
+    )
 
 
 def _materialize_folder_base(dest: Path, source: str, lock: Lock) -> None:
@@ -122,12 +126,17 @@ def _materialize_folder_base(dest: Path, source: str, lock: Lock) -> None:
             f"tree {lock.tree}: it is not an unmodified copy of the pin"
         )
     env = {**git.identity_env(), "GIT_AUTHOR_DATE": FOLDER_DATE, "GIT_COMMITTER_DATE": FOLDER_DATE}
-    repo.run("commit", "-q", "-m", f"upstream {lock.tag} ({lock.commit}) from a plain folder",
-             env=env)
+    repo.run(
+        "commit", "-q", "-m", f"upstream {lock.tag} ({lock.commit}) from a plain folder", env=env
+    )
 
 
 def _checkout_submodules(
-    root: Path, prefix: str, overrides: dict[str, str], only: set[str] | None, shallow: bool,
+    root: Path,
+    prefix: str,
+    overrides: dict[str, str],
+    only: set[str] | None,
+    shallow: bool,
     report: list[Fetched],
 ) -> None:
     repo = git.Repo(root)
@@ -176,8 +185,11 @@ def checkout(
 ) -> list[Fetched]:
     """Create `dest` at the pin. `submodules`: `required`, `all` or `none`."""
     overrides = dict(overrides or {})
-    unknown = [p for p in overrides if not any(
-        p == s.path or p.startswith(s.path + "/") for s in lock.submodules)]
+    unknown = [
+        p
+        for p in overrides
+        if not any(p == s.path or p.startswith(s.path + "/") for s in lock.submodules)
+    ]
     if unknown:
         known = ", ".join(s.path for s in lock.submodules)
         raise SourceError(f"no submodule {', '.join(unknown)} in the lock (known: {known})")

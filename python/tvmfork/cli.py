@@ -50,12 +50,21 @@ def cmd_checkout(ctx: Ctx) -> int:
     a = ctx.args
     mode = "all" if a.all_submodules else "none" if a.no_submodules else "required"
     dest = ctx.checkout_dir()
-    report = checkout(ctx.lock(), dest, ctx.settings.source, ctx.settings.submodules,
-                      submodules=mode, shallow=not a.full_history)
+    report = checkout(
+        ctx.lock(),
+        dest,
+        ctx.settings.source,
+        ctx.settings.submodules,
+        submodules=mode,
+        shallow=not a.full_history,
+    )
     print(f"checkout at {dest}")
     for f in report:
-        how = {"commit": "verified commit", "tree": "verified tree (plain folder)",
-               "unverified": "UNVERIFIED (plain folder)"}[f.verified]
+        how = {
+            "commit": "verified commit",
+            "tree": "verified tree (plain folder)",
+            "unverified": "UNVERIFIED (plain folder)",
+        }[f.verified]
         print(f"  {f.path:40} {f.commit[:12]}  {how}  <- {f.source}")
     return 0
 
@@ -141,18 +150,23 @@ def cmd_wheel(ctx: Ctx) -> int:
     native = [p.name for p in series.patches if p.native]
     mode = ws.mode
     if mode == "source":
-        raise UsageError("source builds are not available in this version of tvmfork yet; "
-                         "use --mode overlay")
+        raise UsageError(
+            "source builds are not available in this version of tvmfork yet; use --mode overlay"
+        )
     python_only = ws.python_only
     if mode == "auto":
         if native and not python_only:
-            ui.note("auto: source builds are not available yet, so this is an overlay wheel "
-                    f"WITHOUT the native patch(es): {', '.join(native)}")
+            ui.note(
+                "auto: source builds are not available yet, so this is an overlay wheel "
+                f"WITHOUT the native patch(es): {', '.join(native)}"
+            )
             python_only = True
         mode = "overlay"
     if ws.variant != "cpu":
-        ui.note(f"note: an overlay wheel keeps the stock wheel's binaries (CUDA-enabled); "
-                f"variant {ws.variant!r} only selects source builds")
+        ui.note(
+            f"note: an overlay wheel keeps the stock wheel's binaries (CUDA-enabled); "
+            f"variant {ws.variant!r} only selects source builds"
+        )
     start = time.monotonic()
     res = build_overlay(ctx, python_only)
     size = res.path.stat().st_size / 1e6
@@ -180,8 +194,11 @@ def cmd_verify(ctx: Ctx) -> int:
     lock = ctx.lock()
     series = ctx.series()
     req_file = ctx.root / "tests" / "requirements.txt"
-    reqs = [ln.strip() for ln in req_file.read_text().splitlines()
-            if ln.strip() and not ln.startswith("#")]
+    reqs = [
+        ln.strip()
+        for ln in req_file.read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     stock_path, stock_wf = stock.fetch(lock, s.cache_dir, s.wheel.stock_wheel)
     if a.wheel:
         fork_wheel = Path(a.wheel).resolve()
@@ -193,19 +210,28 @@ def cmd_verify(ctx: Ctx) -> int:
     deps = vroot / f"deps-{venvs.key(*reqs)}"
     venvs.ensure(deps, reqs, python=s.python)
     stock_py = venvs.ensure(
-        vroot / f"stock-{stock_wf.sha256[:12]}", [str(stock_path), a.stock_ffi],
-        python=s.python, deps_venv=deps)
+        vroot / f"stock-{stock_wf.sha256[:12]}",
+        [str(stock_path), a.stock_ffi],
+        python=s.python,
+        deps_venv=deps,
+    )
     fork_py = venvs.ensure(
-        vroot / "fork", [str(fork_wheel)], python=s.python, deps_venv=deps,
-        fingerprint=stock.sha256_of(fork_wheel))
+        vroot / "fork",
+        [str(fork_wheel)],
+        python=s.python,
+        deps_venv=deps,
+        fingerprint=stock.sha256_of(fork_wheel),
+    )
     rows = verify.verify(series, ctx.root, stock_py, fork_py, included, a.patches or None)
     print(verify.table(rows))
     bad = [r for r in rows if r.stock is not None and not r.ok]
     if bad:
         for r in bad:
-            print(f"\n--- {r.patch} on stock ({r.stock.word if r.stock else '-'}):\n"
-                  f"{r.stock.tail if r.stock else ''}\n--- on the fork "
-                  f"({r.fork.word if r.fork else '-'}):\n{r.fork.tail if r.fork else ''}")
+            print(
+                f"\n--- {r.patch} on stock ({r.stock.word if r.stock else '-'}):\n"
+                f"{r.stock.tail if r.stock else ''}\n--- on the fork "
+                f"({r.fork.word if r.fork else '-'}):\n{r.fork.tail if r.fork else ''}"
+            )
         raise VerifyError(f"{len(bad)} patch(es) not proven: {', '.join(r.patch for r in bad)}")
     return 0
 
@@ -222,14 +248,22 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_checkout(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--checkout", dest="checkout_dir",
-                        help="the TVM checkout (default: settings checkout_dir)")
+        sp.add_argument(
+            "--checkout",
+            dest="checkout_dir",
+            help="the TVM checkout (default: settings checkout_dir)",
+        )
 
     c = sub.add_parser("checkout", help="a TVM checkout at the pin")
     with_checkout(c)
     c.add_argument("--source", help="URL, local git directory or plain folder of TVM")
-    c.add_argument("--submodule", action="append", default=[], metavar="PATH=SOURCE",
-                   help="source for one submodule (nested ones too), repeatable")
+    c.add_argument(
+        "--submodule",
+        action="append",
+        default=[],
+        metavar="PATH=SOURCE",
+        help="source for one submodule (nested ones too), repeatable",
+    )
     g = c.add_mutually_exclusive_group()
     g.add_argument("--all-submodules", action="store_true", help="not only the required ones")
     g.add_argument("--no-submodules", action="store_true")
@@ -237,8 +271,11 @@ def parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("apply", help="apply the series to the checkout (git am)")
     with_checkout(a)
-    a.add_argument("--force", action="store_true",
-                   help="replace commits that differ from the series (kept in a backup ref)")
+    a.add_argument(
+        "--force",
+        action="store_true",
+        help="replace commits that differ from the series (kept in a backup ref)",
+    )
 
     e = sub.add_parser("export", help="write the checkout's commits back to patches/")
     with_checkout(e)
@@ -249,8 +286,12 @@ def parser() -> argparse.ArgumentParser:
     w = sub.add_parser("wheel", help="build a fork wheel")
     w.add_argument("--mode", choices=settings.MODES)
     w.add_argument("--variant", choices=settings.VARIANTS)
-    w.add_argument("--python-only", action="store_true", default=None,
-                   help="overlay even with native patches, leaving them out")
+    w.add_argument(
+        "--python-only",
+        action="store_true",
+        default=None,
+        help="overlay even with native patches, leaving them out",
+    )
     w.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
     w.add_argument("--out", dest="out_dir", help="output folder (default: out/)")
 
@@ -261,14 +302,21 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("patches", nargs="*", help="only these patches")
     v.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
     v.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
-    v.add_argument("--stock-ffi", default="apache-tvm-ffi==0.1.14.post1",
-                   help="tvm-ffi for the stock side (BUGS.md section 0; default %(default)s)")
+    v.add_argument(
+        "--stock-ffi",
+        default="apache-tvm-ffi==0.1.14.post1",
+        help="tvm-ffi for the stock side (BUGS.md section 0; default %(default)s)",
+    )
     return p
 
 
 COMMANDS = {
-    "checkout": cmd_checkout, "apply": cmd_apply, "export": cmd_export, "check": cmd_check,
-    "wheel": cmd_wheel, "verify": cmd_verify,
+    "checkout": cmd_checkout,
+    "apply": cmd_apply,
+    "export": cmd_export,
+    "check": cmd_check,
+    "wheel": cmd_wheel,
+    "verify": cmd_verify,
 }
 
 
@@ -285,8 +333,11 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
             if not sep or not path or not src:
                 raise UsageError(f"--submodule takes PATH=SOURCE, not {item!r}")
             o["submodules"][path.strip("/")] = src
-    wheel = {k: getattr(args, k) for k in ("mode", "variant", "python_only", "stock_wheel")
-             if getattr(args, k, None) is not None}
+    wheel = {
+        k: getattr(args, k)
+        for k in ("mode", "variant", "python_only", "stock_wheel")
+        if getattr(args, k, None) is not None
+    }
     if wheel:
         o["wheel"] = wheel
     return o
@@ -302,7 +353,8 @@ def main_inner(argv: list[str] | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv) or bool(
-        os.environ.get("TVMFORK_DEBUG"))
+        os.environ.get("TVMFORK_DEBUG")
+    )
     try:
         return main_inner(argv)
     except TvmforkError as exc:

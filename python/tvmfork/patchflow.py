@@ -36,8 +36,10 @@ FORMAT_PATCH_FLAGS = (
 # --keep: keep "[Relax][Legalize] ..." subjects whole (the counterpart of --keep-subject)
 AM_FLAGS = ("--keep", "--committer-date-is-author-date", "--quiet", "--no-3way", "--keep-cr")
 FAILED_RE = re.compile(r"patch failed: (\S+?):(\d+)")
-DOES_NOT_APPLY_RE = re.compile(r"error: (\S+?): (does not exist in index|already exists in "
-                               r"working directory|patch does not apply|No such file)")
+DOES_NOT_APPLY_RE = re.compile(
+    r"error: (\S+?): (does not exist in index|already exists in "
+    r"working directory|patch does not apply|No such file)"
+)
 
 
 @dataclass
@@ -74,8 +76,10 @@ def _explain_failure(patch_name: str, patch_text: str, output: str) -> str:
             lines.append(f"  file: {m2.group(1)} ({m2.group(2)})")
     detail = "\n".join("    " + s for s in output.strip().splitlines()[-12:])
     lines.append("  git said:\n" + detail)
-    lines.append("the checkout was left exactly as it was; refresh the patch in a checkout "
-                 "(tvmfork apply up to it, fix, tvmfork export)")
+    lines.append(
+        "the checkout was left exactly as it was; refresh the patch in a checkout "
+        "(tvmfork apply up to it, fix, tvmfork export)"
+    )
     return "\n".join(lines)
 
 
@@ -88,7 +92,8 @@ def _series_matches(repo: git.Repo, base: str, series: Series) -> bool:
     commits = repo.commits(base)
     if len(commits) != len(series.patches):
         return False
-    return all(format_commit(repo, c) == p.data for c, p in zip(commits, series.patches, strict=True))
+    pairs = zip(commits, series.patches, strict=True)
+    return all(format_commit(repo, c) == p.data for c, p in pairs)
 
 
 def apply(series: Series, checkout_dir: Path, force: bool = False) -> ApplyResult:
@@ -127,8 +132,11 @@ def apply(series: Series, checkout_dir: Path, force: bool = False) -> ApplyResul
                 wt.run("am", "--abort", check=False)
                 check = wt.run("apply", "--check", "-v", patch.path.resolve(), check=False)
                 raise PatchError(
-                    _explain_failure(patch.name, patch.data.decode("utf-8", "replace"),
-                                     r.stdout + "\n" + check.stdout)
+                    _explain_failure(
+                        patch.name,
+                        patch.data.decode("utf-8", "replace"),
+                        r.stdout + "\n" + check.stdout,
+                    )
                 )
             result.applied.append(patch.name)
         result.head = wt.head()

@@ -20,9 +20,7 @@ LOCK = "lock.toml"
 SHIPPED_PREFIX = "python/tvm/"
 NON_SHIPPING_PREFIXES = ("tests/", "docs/")
 REQUIRED_TRAILERS = ("Fixes", "Upstream-Status", "Regression-Test")
-STATUS_RE = re.compile(
-    r"^(pending|fork-only|submitted\s+https?://\S+|merged\s+[0-9a-f]{7,40})$"
-)
+STATUS_RE = re.compile(r"^(pending|fork-only|submitted\s+https?://\S+|merged\s+[0-9a-f]{7,40})$")
 TRAILER_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):\s*(.*)$")
 DIFF_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 

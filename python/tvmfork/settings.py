@@ -62,7 +62,9 @@ class Settings:
 
     def validate(self) -> None:
         if self.wheel.mode not in MODES:
-            raise UsageError(f"wheel.mode must be one of {', '.join(MODES)}, not {self.wheel.mode!r}")
+            raise UsageError(
+                f"wheel.mode must be one of {', '.join(MODES)}, not {self.wheel.mode!r}"
+            )
         if self.wheel.variant not in VARIANTS:
             raise UsageError(
                 f"wheel.variant must be one of {', '.join(VARIANTS)}, not {self.wheel.variant!r}"
@@ -84,8 +86,18 @@ def _convert(value: Any, typ: Any, key: str, where: str) -> Any:
     if typ is bool or text == "bool":
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return value.lower() in ("1", "true", "yes", "on")
+        words = {
+            "1": True,
+            "true": True,
+            "yes": True,
+            "on": True,
+            "0": False,
+            "false": False,
+            "no": False,
+            "off": False,
+        }
+        if isinstance(value, str) and value.lower() in words:
+            return words[value.lower()]
         raise UsageError(f"setting {key!r} in {where} must be true or false, not {value!r}")
     if "dict" in text:
         if not isinstance(value, Mapping):

@@ -65,8 +65,18 @@ def fetch(lock: Lock, cache_dir: Path, local: Path | None = None) -> tuple[Path,
         version = parse_wheel_filename(expected.filename)[1]
         with ui.step(f"download {expected.filename}"):
             proc.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                 "--dest", wheels, f"{lock.wheel_project}=={version}"],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary",
+                    ":all:",
+                    "--dest",
+                    wheels,
+                    f"{lock.wheel_project}=={version}",
+                ],
                 echo=True,
             )
         if not path.is_file():

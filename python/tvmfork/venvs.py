@@ -22,7 +22,8 @@ def python_of(venv: Path) -> Path:
 
 
 def site_packages(venv: Path) -> Path:
-    out = proc.run([python_of(venv), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
+    code = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    out = proc.run([python_of(venv), "-c", code])
     return Path(out.stdout.strip())
 
 
@@ -52,7 +53,16 @@ def ensure(
             (site_packages(venv) / "tvmfork-deps.pth").write_text(
                 str(site_packages(deps_venv)) + "\n"
             )
-        proc.run([python_of(venv), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  *requirements])
+        proc.run(
+            [
+                python_of(venv),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                *requirements,
+            ]
+        )
         marker.write_text(json.dumps(want))
     return python_of(venv)

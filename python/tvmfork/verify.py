@@ -69,7 +69,9 @@ class Row:
 def run_test(python: Path, test: str, repo_root: Path, timeout_env: dict[str, str]) -> Outcome:
     r = proc.run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", test],
-        cwd=repo_root, check=False, env=timeout_env,
+        cwd=repo_root,
+        check=False,
+        env=timeout_env,
     )
     return Outcome(r.returncode, "\n".join(r.stdout.strip().splitlines()[-15:]))
 
@@ -101,8 +103,10 @@ def verify(
 
 def table(rows: list[Row]) -> str:
     head = ("patch", "stock", "fork", "verdict")
-    data = [(r.patch, r.stock.word if r.stock else "-", r.fork.word if r.fork else "-", r.verdict)
-            for r in rows]
+    data = [
+        (r.patch, r.stock.word if r.stock else "-", r.fork.word if r.fork else "-", r.verdict)
+        for r in rows
+    ]
     widths = [max(len(x[i]) for x in [head, *data]) for i in range(4)]
     fmt = "  ".join(f"{{:{w}}}" for w in widths)
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]

@@ -106,8 +106,12 @@ def test_conv3d_transpose_ndhwc() -> None:
     mod = _single_op(relax.op.nn.conv3d_transpose, x, w, **attrs)
     mod = convert(mod, "conv3d_transpose", ["NDHWC", "ODHWI"])
     expected = torch.nn.functional.conv_transpose3d(
-        torch.from_numpy(x), torch.from_numpy(w), stride=(2, 1, 2), padding=(1, 0, 1),
-        output_padding=(1, 0, 1), groups=2,
+        torch.from_numpy(x),
+        torch.from_numpy(w),
+        stride=(2, 1, 2),
+        padding=(1, 0, 1),
+        output_padding=(1, 0, 1),
+        groups=2,
     ).numpy()
     np.testing.assert_allclose(run_relax(mod, x, w), expected, rtol=RTOL, atol=ATOL)
 
@@ -121,8 +125,13 @@ def test_conv2d_transpose_asymmetric_padding_mixed_out_layout() -> None:
         relax.op.nn.conv2d_transpose,
         x_nchw.transpose(0, 2, 3, 1),
         w_iohw.transpose(2, 3, 1, 0),
-        strides=[2, 2], padding=[2, 0, 1, 1], dilation=[2, 1], groups=2,
-        data_layout="NHWC", kernel_layout="HWOI", out_layout="NCHW",
+        strides=[2, 2],
+        padding=[2, 0, 1, 1],
+        dilation=[2, 1],
+        groups=2,
+        data_layout="NHWC",
+        kernel_layout="HWOI",
+        out_layout="NCHW",
     )
     full = torch.nn.functional.conv_transpose2d(
         torch.from_numpy(x_nchw), torch.from_numpy(w_iohw), stride=2, dilation=(2, 1), groups=2

@@ -15,13 +15,21 @@ from tvmfork import cli
 
 def git(cwd: Path, *args: str) -> str:
     r = subprocess.run(
-        ["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, check=True, text=True,
+        ["git", "-c", "protocol.file.allow=always", *args],
+        cwd=cwd,
+        check=True,
+        text=True,
         capture_output=True,
-        env={"GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
-             "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
-             "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+0000",
-             "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+0000",
-             "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/local/bin"},
+        env={
+            "GIT_AUTHOR_NAME": "dev",
+            "GIT_AUTHOR_EMAIL": "dev@example.com",
+            "GIT_COMMITTER_NAME": "dev",
+            "GIT_COMMITTER_EMAIL": "dev@example.com",
+            "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+0000",
+            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+0000",
+            "HOME": str(cwd),
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+        },
     )
     return r.stdout.strip()
 
@@ -63,8 +71,13 @@ def upstream(tmp_path: Path) -> Upstream:
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "upstream")
     git(repo, "tag", "v1.0.0")
-    return Upstream(repo, ffi, git(repo, "rev-parse", "HEAD"),
-                    git(repo, "rev-parse", "HEAD^{tree}"), git(ffi, "rev-parse", "HEAD"))
+    return Upstream(
+        repo,
+        ffi,
+        git(repo, "rev-parse", "HEAD"),
+        git(repo, "rev-parse", "HEAD^{tree}"),
+        git(ffi, "rev-parse", "HEAD"),
+    )
 
 
 def make_stock_wheel(dir: Path, body: str = PY_TEXT) -> Path:
@@ -124,7 +137,9 @@ def fork(tmp_path: Path, upstream: Upstream, monkeypatch: pytest.MonkeyPatch) ->
     wheel = make_stock_wheel(tmp_path / "wheels")
     sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
     write(root / "patches/series", "# order\n")
-    write(root / "patches/lock.toml", f'''
+    write(
+        root / "patches/lock.toml",
+        f'''
 [upstream]
 url = "{upstream.repo}"
 tag = "v1.0.0"
@@ -147,12 +162,15 @@ sha256 = "{sha}"
 
 [tvm_ffi]
 requirement = ">=0.1.0,<0.2"
-''')
+''',
+    )
     write(root / "tests/regression/test_example.py", "def test_x():\n    pass\n")
     checkout = tmp_path / "checkout"
-    write(root / "tvmfork.local.toml",
-          f'checkout_dir = "{checkout}"\ncache_dir = "{tmp_path / "cache"}"\n'
-          f'[wheel]\nstock_wheel = "{wheel}"\n')
+    write(
+        root / "tvmfork.local.toml",
+        f'checkout_dir = "{checkout}"\ncache_dir = "{tmp_path / "cache"}"\n'
+        f'[wheel]\nstock_wheel = "{wheel}"\n',
+    )
     f = Fork(root, checkout, wheel, upstream)
     assert f.run("checkout", "--source", str(upstream.repo)) == 0
     git(checkout, "config", "user.name", "dev")

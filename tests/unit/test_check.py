@@ -16,8 +16,9 @@ pytestmark = pytest.mark.unit
 def exported(fork: Fork) -> Fork:
     fork.commit_change(PY_FILE, "return x + 3", "return x - 3", "[Relax] Fix op3")
     fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
-    fork.commit_change("tests/python/test_op.py", "", "def test_more():\n    pass\n",
-                       "[Test] Only tests")
+    fork.commit_change(
+        "tests/python/test_op.py", "", "def test_more():\n    pass\n", "[Test] Only tests"
+    )
     assert fork.run("export") == 0
     return fork
 

@@ -51,8 +51,9 @@ def test_wrong_tag_is_refused_with_both_hashes(fork: Fork, tmp_path: Path) -> No
 
 def _export_folder(up: Upstream, dest: Path) -> Path:
     dest.mkdir()
-    archive = subprocess.run(["git", "archive", "HEAD"], cwd=up.repo, check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", "HEAD"], cwd=up.repo, check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 
@@ -63,8 +64,10 @@ def test_checkout_from_plain_folder_is_verified_by_tree(fork: Fork, tmp_path: Pa
     shutil.copytree(fork.upstream.ffi, ffi_folder, ignore=shutil.ignore_patterns(".git"))
     dest = tmp_path / "from-folder"
     report = co.checkout(_lock(fork), dest, str(folder), {"3rdparty/tvm-ffi": str(ffi_folder)})
-    assert [(f.path, f.verified) for f in report] == [(".", "tree"), ("3rdparty/tvm-ffi",
-                                                                      "unverified")]
+    assert [(f.path, f.verified) for f in report] == [
+        (".", "tree"),
+        ("3rdparty/tvm-ffi", "unverified"),
+    ]
     assert git(dest, "rev-parse", "HEAD^{tree}") == fork.upstream.tree
     assert (dest / "3rdparty/tvm-ffi/include/ffi.h").is_file()
 

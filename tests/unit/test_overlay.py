@@ -81,18 +81,22 @@ def test_tampered_stock_wheel_is_an_error(py_fork: Fork) -> None:
 def test_native_patch_needs_python_only(py_fork: Fork, tmp_path: Path) -> None:
     py_fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
     assert py_fork.run("export") == 0
-    with pytest.raises(UsageError, match="native-fix.patch"):
+    with pytest.raises(UsageError, match=r"native-fix\.patch"):
         _build(py_fork, tmp_path / "n")
     res = _build(py_fork, tmp_path / "n", python_only=True)
     assert res.left_out == ["native-fix.patch"] and res.version.endswith(".py")
     with zipfile.ZipFile(res.path) as zf:
         manifest = json.loads(zf.read("tvm/fork_manifest.json"))
     assert {p["name"]: p["included"] for p in manifest["patches"]} == {
-        "fix-op3.patch": True, "add-module.patch": True, "native-fix.patch": False}
+        "fix-op3.patch": True,
+        "add-module.patch": True,
+        "native-fix.patch": False,
+    }
 
 
-def test_cli_wheel_auto_says_what_it_left_out(py_fork: Fork,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_wheel_auto_says_what_it_left_out(
+    py_fork: Fork, capsys: pytest.CaptureFixture[str]
+) -> None:
     py_fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
     assert py_fork.run("export") == 0
     assert py_fork.run("wheel", "--out", str(py_fork.root / "out")) == 0

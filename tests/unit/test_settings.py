@@ -16,8 +16,9 @@ def test_layers(tmp_path: Path) -> None:
     (tmp_path / settings.LOCAL_CONFIG).write_text(
         'source = "from-file"\ncache_dir = "/c"\n[wheel]\nvariant = "cuda"\n'
     )
-    s = settings.load(tmp_path, environ={"TVMFORK_SOURCE": "from-env"},
-                      overrides={"wheel": {"variant": "cpu"}})
+    s = settings.load(
+        tmp_path, environ={"TVMFORK_SOURCE": "from-env"}, overrides={"wheel": {"variant": "cpu"}}
+    )
     assert s.source == "from-env"
     assert s.cache_dir == Path("/c")
     assert s.wheel.variant == "cpu"
@@ -26,7 +27,7 @@ def test_layers(tmp_path: Path) -> None:
 
 def test_unknown_key_in_file_has_hint(tmp_path: Path) -> None:
     (tmp_path / settings.LOCAL_CONFIG).write_text('[wheel]\nvarient = "cuda"\n')
-    with pytest.raises(UsageError, match="did you mean 'wheel.variant'"):
+    with pytest.raises(UsageError, match=r"did you mean 'wheel\.variant'"):
         settings.load(tmp_path, environ={})
 
 
@@ -36,7 +37,7 @@ def test_unknown_env_key(tmp_path: Path) -> None:
 
 
 def test_bad_value(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="wheel.mode must be one of"):
+    with pytest.raises(UsageError, match=r"wheel\.mode must be one of"):
         settings.load(tmp_path, environ={"TVMFORK_WHEEL__MODE": "fast"})
     with pytest.raises(UsageError, match="true or false"):
         settings.load(tmp_path, environ={"TVMFORK_WHEEL__PYTHON_ONLY": "maybe"})

@@ -52,7 +52,9 @@ def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, byt
                 continue
             r = proc.run(
                 ["git", "apply", "--verbose", f"--include={SHIPPED_PREFIX}*", p.path.resolve()],
-                cwd=root, env=env, check=False,
+                cwd=root,
+                env=env,
+                check=False,
             )
             if r.returncode != 0:
                 raise PatchError(
@@ -85,16 +87,21 @@ def _record_hash(data: bytes) -> str:
 
 def _rewrite_metadata(text: str, version: str, ffi_req: str) -> str:
     text = re.sub(r"(?m)^Version: .*$", f"Version: {version}", text, count=1)
-    text, n = re.subn(r"(?m)^Requires-Dist: apache-tvm-ffi\b.*$",
-                      f"Requires-Dist: apache-tvm-ffi{ffi_req}", text, count=1)
+    text, n = re.subn(
+        r"(?m)^Requires-Dist: apache-tvm-ffi\b.*$",
+        f"Requires-Dist: apache-tvm-ffi{ffi_req}",
+        text,
+        count=1,
+    )
     if n != 1:
         raise PatchError("the stock wheel's METADATA has no apache-tvm-ffi requirement to bound")
     return text
 
 
 def _rewrite_version_py(text: str, version: str) -> str:
-    return re.sub(r"(?m)^__version__ = version = .*$",
-                  f"__version__ = version = {version!r}", text, count=1)
+    return re.sub(
+        r"(?m)^__version__ = version = .*$", f"__version__ = version = {version!r}", text, count=1
+    )
 
 
 def build(
@@ -125,17 +132,24 @@ def build(
         infos = stock.infolist()
         stamp = max(i.date_time for i in infos)
         man = manifest.build(
-            lock, series, {p.name for p in included}, version=version, mode="overlay",
-            variant="stock-binary", extra={"base_wheel": stock_path.name},
+            lock,
+            series,
+            {p.name for p in included},
+            version=version,
+            mode="overlay",
+            variant="stock-binary",
+            extra={"base_wheel": stock_path.name},
         )
         changed[manifest.MANIFEST_PATH] = manifest.dumps(man)
         version_py = WHEEL_PREFIX + "_version.py"
         if version_py in stock.namelist():
-            changed[version_py] = _rewrite_version_py(stock.read(version_py).decode(),
-                                                      version).encode()
+            changed[version_py] = _rewrite_version_py(
+                stock.read(version_py).decode(), version
+            ).encode()
         meta = old_info + "METADATA"
-        changed[meta] = _rewrite_metadata(stock.read(meta).decode(), version,
-                                          lock.tvm_ffi_requirement).encode()
+        changed[meta] = _rewrite_metadata(
+            stock.read(meta).decode(), version, lock.tvm_ffi_requirement
+        ).encode()
 
         members: list[zipraw.Member] = []
         records: dict[str, str] = {}
@@ -149,7 +163,7 @@ def build(
             if name == old_info + "RECORD":
                 continue
             seen.add(name)
-            new_name = new_info + name[len(old_info):] if name.startswith(old_info) else name
+            new_name = new_info + name[len(old_info) :] if name.startswith(old_info) else name
             if name in changed:
                 data = changed[name]
                 if data is None:
@@ -162,7 +176,7 @@ def build(
                 members.append(zipraw.raw_member(stock, info))
                 members[-1] = _renamed(members[-1], new_name)
                 if name in records and new_name != name:
-                    records[new_name] = new_name + records.pop(name)[len(name):]
+                    records[new_name] = new_name + records.pop(name)[len(name) :]
         for name in sorted(set(changed) - seen):
             data = changed[name]
             if data is None:
@@ -189,5 +203,13 @@ def build(
 def _renamed(m: zipraw.Member, name: str) -> zipraw.Member:
     if m.name == name:
         return m
-    return zipraw.Member(name, m.date_time, m.external_attr, m.compress_type, m.crc, m.size,
-                         m.payload, m.create_system)
+    return zipraw.Member(
+        name,
+        m.date_time,
+        m.external_attr,
+        m.compress_type,
+        m.crc,
+        m.size,
+        m.payload,
+        m.create_system,
+    )

@@ -91,17 +91,48 @@ def write(path: Path, members: list[Member]) -> None:
             d, t = _dos(m.date_time)
             version = 20
             local = struct.pack(
-                "<IHHHHHIIIHH", LOCAL_SIG, version, flags, m.compress_type, t, d,
-                m.crc, len(m.payload), m.size, len(name), 0,
+                "<IHHHHHIIIHH",
+                LOCAL_SIG,
+                version,
+                flags,
+                m.compress_type,
+                t,
+                d,
+                m.crc,
+                len(m.payload),
+                m.size,
+                len(name),
+                0,
             )
             out.write(local + name)
             out.write(m.payload)
-            central += struct.pack(
-                "<IHHHHHHIIIHHHHHII", CENTRAL_SIG, (m.create_system << 8) | version, version,
-                flags, m.compress_type, t, d, m.crc, len(m.payload), m.size, len(name),
-                0, 0, 0, 0, m.external_attr, offset,
-            ) + name
+            central += (
+                struct.pack(
+                    "<IHHHHHHIIIHHHHHII",
+                    CENTRAL_SIG,
+                    (m.create_system << 8) | version,
+                    version,
+                    flags,
+                    m.compress_type,
+                    t,
+                    d,
+                    m.crc,
+                    len(m.payload),
+                    m.size,
+                    len(name),
+                    0,
+                    0,
+                    0,
+                    0,
+                    m.external_attr,
+                    offset,
+                )
+                + name
+            )
             offset += len(local) + len(name) + len(m.payload)
         out.write(central)
-        out.write(struct.pack("<IHHHHIIH", END_SIG, 0, 0, len(members), len(members),
-                              len(central), offset, 0))
+        out.write(
+            struct.pack(
+                "<IHHHHIIH", END_SIG, 0, 0, len(members), len(members), len(central), offset, 0
+            )
+        )
