@@ -45,7 +45,8 @@ def run(repo_root: Path, stock_wheel: Path | None) -> Report:
     report = Report()
     patches_dir = repo_root / "patches"
     try:
-        lockmod.load(patches_dir / seriesmod.LOCK)
+        lock = lockmod.load(patches_dir / seriesmod.LOCK)
+        report.problems += lock.ffi_table_problems()
     except TvmforkError as exc:
         report.problems.append(str(exc))
     try:

@@ -181,7 +181,7 @@ def cmd_wheel(ctx: Ctx) -> int:
 def cmd_info(ctx: Ctx | None, args: argparse.Namespace) -> int:
     from tvmfork import info
 
-    data = info.gather()
+    data = info.gather(args.python)
     print(json.dumps(data, indent=2, sort_keys=True) if args.json else info.render(data))
     return 0
 
@@ -297,6 +297,7 @@ def parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("info", help="the fork manifest of the installed TVM")
     i.add_argument("--json", action="store_true")
+    i.add_argument("--python", help="the interpreter whose TVM to describe (default: this one)")
 
     v = sub.add_parser("verify", help="each regression test: fails on stock, passes on fork")
     v.add_argument("patches", nargs="*", help="only these patches")

@@ -1,31 +1,28 @@
-"""`tvmfork info`: what TVM the current environment has, read without importing it."""
+"""`tvmfork info`: what TVM an environment has, read without importing TVM.
+
+The probe runs in the interpreter asked about (by default this one) and uses only the
+standard library, so it works in any environment, including one whose TVM would crash.
+"""
 
 from __future__ import annotations
 
-import importlib.metadata as md
-import importlib.util
 import json
-from pathlib import Path
+import sys
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-STOCK_NOTE = "stock (no fork manifest)"
+from tvmfork import proc
+from tvmfork.errors import UsageError
 
-
-def tvm_package_dir() -> Path | None:
-    spec = importlib.util.find_spec("tvm")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def gather() -> dict[str, Any]:
-    pkg = tvm_package_dir()
-    out: dict[str, Any] = {"tvm": None, "tvm_ffi": None, "manifest": None}
-    if pkg is None:
-        return out
+PROBE = r"""
+import importlib.metadata as md, importlib.util, json, pathlib
+out = {"tvm": None, "tvm_ffi": None, "manifest": None, "location": None}
+spec = importlib.util.find_spec("tvm")
+if spec is not None and spec.submodule_search_locations:
+    pkg = pathlib.Path(next(iter(spec.submodule_search_locations)))
+    out["location"] = str(pkg)
     try:
         out["tvm"] = md.version("apache-tvm")
     except md.PackageNotFoundError:
@@ -34,25 +31,37 @@ def gather() -> dict[str, Any]:
     if man.is_file():
         out["manifest"] = json.loads(man.read_text())
     try:
-        ffi = md.version("apache-tvm-ffi")
-        out["tvm_ffi"] = ffi
-        req = (out["manifest"] or {}).get("tvm_ffi_requirement")
-        if req:
-            out["tvm_ffi_in_range"] = Version(ffi) in SpecifierSet(req, prereleases=True)
+        out["tvm_ffi"] = md.version("apache-tvm-ffi")
     except md.PackageNotFoundError:
         pass
-    out["location"] = str(pkg)
-    return out
+print(json.dumps(out))
+"""
+
+
+def gather(python: str | None = None) -> dict[str, Any]:
+    exe = python or sys.executable
+    r = proc.run([exe, "-c", PROBE], check=False)
+    if r.returncode != 0:
+        raise UsageError(f"cannot inspect the environment of {exe}:\n    {r.stdout.strip()}")
+    data: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    data["python"] = exe
+    req = (data["manifest"] or {}).get("tvm_ffi_requirement")
+    if req and data["tvm_ffi"]:
+        try:
+            data["tvm_ffi_in_range"] = Version(data["tvm_ffi"]) in SpecifierSet(req)
+        except InvalidVersion:
+            data["tvm_ffi_in_range"] = False
+    return data
 
 
 def render(data: dict[str, Any]) -> str:
     if data["tvm"] is None:
-        return "no TVM is installed in this environment"
+        return f"no TVM is installed for {data['python']}"
     lines = [f"apache-tvm {data['tvm']} at {data['location']}"]
     man = data["manifest"]
     ffi = data["tvm_ffi"] or "not installed"
     if man is None:
-        lines.append(f"  {STOCK_NOTE}")
+        lines.append("  stock TVM (no fork manifest)")
         lines.append(f"  apache-tvm-ffi {ffi}")
         return "\n".join(lines)
     up = man["upstream"]

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from tvmfork.errors import PatchError
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -44,8 +47,36 @@ class Lock:
     submodules: tuple[Submodule, ...]
     wheel_project: str
     wheel_files: tuple[WheelFile, ...]
-    tvm_ffi_requirement: str
+    ffi_built_with: str
+    ffi_compatible: tuple[str, ...]
+    ffi_incompatible: tuple[str, ...]
     path: Path = field(compare=False)
+
+    @property
+    def tvm_ffi_requirement(self) -> str:
+        """`>=built_with,<X`, X the release of the oldest incompatible tvm-ffi."""
+        spec = f">={self.ffi_built_with}"
+        if self.ffi_incompatible:
+            oldest = min(Version(v) for v in self.ffi_incompatible)
+            spec += f",<{oldest.base_version}"
+        return spec
+
+    def ffi_table_problems(self) -> list[str]:
+        """Listed versions that the derived requirement would classify wrongly."""
+        spec = SpecifierSet(self.tvm_ffi_requirement)
+        out = [
+            f"tvm-ffi {v} is listed compatible but outside {spec}"
+            for v in self.ffi_compatible
+            if Version(v) not in spec
+        ]
+        out += [
+            f"tvm-ffi {v} is listed incompatible but inside {spec}"
+            for v in self.ffi_incompatible
+            if Version(v) in spec
+        ]
+        if self.ffi_built_with not in self.ffi_compatible:
+            out.append(f"tvm-ffi {self.ffi_built_with} (built_with) is not listed compatible")
+        return out
 
     def submodule(self, path: str) -> Submodule | None:
         return next((s for s in self.submodules if s.path == path), None)
@@ -102,6 +133,16 @@ def load(path: Path) -> Lock:
         submodules=subs,
         wheel_project=_req(wheel, "project", f"{path} [stock_wheel]"),
         wheel_files=files,
-        tvm_ffi_requirement=_req(ffi, "requirement", f"{path} [tvm_ffi]"),
+        ffi_built_with=_version(_req(ffi, "built_with", f"{path} [tvm_ffi]"), path),
+        ffi_compatible=tuple(_version(v, path) for v in ffi.get("compatible", [])),
+        ffi_incompatible=tuple(_version(v, path) for v in ffi.get("incompatible", [])),
         path=path,
     )
+
+
+def _version(value: Any, path: Path) -> str:
+    try:
+        Version(str(value))
+    except InvalidVersion as exc:
+        raise PatchError(f"{path} [tvm_ffi]: {value!r} is not a version") from exc
+    return str(value)

@@ -49,3 +49,27 @@ def test_native_patches_are_reported_not_run() -> None:
         check=False,
     )
     assert "not run: native patch: needs a source build" in r.stdout
+
+
+def test_info_describes_the_verified_venvs() -> None:
+    """After verify, `tvmfork info` on its fork venv lists every patch, tvm-ffi in range."""
+    from tvmfork import settings
+
+    venvs = settings.load(ROOT).cache_dir / "venvs"
+    fork_py, stock_py = venvs / "fork/bin/python", next(venvs.glob("stock-*/bin/python"))
+    r = subprocess.run(
+        [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "info", "--python", str(fork_py)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "(in range: " in r.stdout
+    for patch in _python_patches():
+        assert "included python" in r.stdout and patch in r.stdout
+    r = subprocess.run(
+        [sys.executable, "-m", "tvmfork", "info", "--python", str(stock_py)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "stock TVM (no fork manifest)" in r.stdout

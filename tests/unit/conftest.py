@@ -161,7 +161,9 @@ filename = "{wheel.name}"
 sha256 = "{sha}"
 
 [tvm_ffi]
-requirement = ">=0.1.0,<0.2"
+built_with = "0.1.0"
+compatible = ["0.1.0", "0.1.5"]
+incompatible = ["0.2.0.post1"]
 ''',
     )
     write(root / "tests/regression/test_example.py", "def test_x():\n    pass\n")

@@ -78,3 +78,15 @@ def test_cli_check_exit_code(exported: Fork) -> None:
     assert exported.run("check") == 0
     write(exported.root / "patches/series", "ghost.patch\n")
     assert exported.run("check") == 5
+
+
+def test_tvm_ffi_range_is_derived_and_the_table_checked(exported: Fork) -> None:
+    from tvmfork import lock as lockmod
+
+    lock_path = exported.root / "patches/lock.toml"
+    lock = lockmod.load(lock_path)
+    assert lock.tvm_ffi_requirement == ">=0.1.0,<0.2.0"
+    assert lock.ffi_table_problems() == []
+    lock_path.write_text(lock_path.read_text().replace('"0.1.5"', '"0.2.1"'))
+    problems = check.run(exported.root, None).problems
+    assert problems == ["tvm-ffi 0.2.1 is listed compatible but outside <0.2.0,>=0.1.0"]
