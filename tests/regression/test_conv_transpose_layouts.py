@@ -139,3 +139,11 @@ def test_conv2d_transpose_asymmetric_padding_mixed_out_layout() -> None:
     expected = full[:, :, 2 : full.shape[2] - 1, 0 : full.shape[3] - 1]
     got = run_relax(mod, x_nchw.transpose(0, 2, 3, 1), w_iohw.transpose(2, 3, 1, 0))
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+
+
+def test_convert_layout_with_distinct_out_layout(generator) -> None:
+    """InferLayout with three layouts (data, kernel, out): the out layout is honoured."""
+    model, x, expected = generator
+    mod = convert(import_torch(model, x), "conv2d_transpose", ["NHWC", "OHWI", "NCHW"])
+    assert 'out_layout="NCHW"' in mod.script()
+    np.testing.assert_allclose(run_relax(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
