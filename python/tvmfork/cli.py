@@ -186,13 +186,14 @@ def cmd_info(ctx: Ctx | None, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_verify(ctx: Ctx) -> int:
-    from tvmfork import stock, venvs, verify
+def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str]]:
+    """The stock and fork venvs of `verify`, made or reused: (stock python, fork python,
+    names of the patches the fork wheel includes)."""
+    from tvmfork import stock, venvs
 
     a = ctx.args
     s = ctx.settings
     lock = ctx.lock()
-    series = ctx.series()
     req_file = ctx.root / "tests" / "requirements.txt"
     reqs = [
         ln.strip()
@@ -222,7 +223,15 @@ def cmd_verify(ctx: Ctx) -> int:
         deps_venv=deps,
         fingerprint=stock.sha256_of(fork_wheel),
     )
-    rows = verify.verify(series, ctx.root, stock_py, fork_py, included, a.patches or None)
+    return stock_py, fork_py, included
+
+
+def cmd_verify(ctx: Ctx) -> int:
+    from tvmfork import verify
+
+    series = ctx.series()
+    stock_py, fork_py, included = _test_venvs(ctx, series)
+    rows = verify.verify(series, ctx.root, stock_py, fork_py, included, ctx.args.patches or None)
     print(verify.table(rows))
     bad = [r for r in rows if r.stock is not None and not r.ok]
     if bad:
@@ -233,6 +242,38 @@ def cmd_verify(ctx: Ctx) -> int:
                 f"({r.fork.word if r.fork else '-'}):\n{r.fork.tail if r.fork else ''}"
             )
         raise VerifyError(f"{len(bad)} patch(es) not proven: {', '.join(r.patch for r in bad)}")
+    return 0
+
+
+def cmd_upstream_tests(ctx: Ctx) -> int:
+    from tvmfork import upstream_tests
+    from tvmfork.patchflow import series_applied
+
+    series = ctx.series()
+    checkout = ctx.checkout_dir()
+    if not series_applied(checkout, series):
+        raise UsageError(
+            f"{checkout} does not carry the series as it is in patches/; run "
+            "`tvmfork apply` (or `tvmfork export` if the checkout is newer)"
+        )
+    files = upstream_tests.test_files(series, ctx.args.patches or None)
+    if not files:
+        print("the series touches no upstream test files")
+        return 0
+    stock_py, fork_py, _ = _test_venvs(ctx, series)
+    print(f"upstream test files ({len(files)}), run from {checkout}:")
+    for f in files:
+        print(f"  {f}")
+    with ui.step("upstream tests on stock"):
+        before = upstream_tests.run_side(stock_py, checkout, files)
+    with ui.step("upstream tests on the fork"):
+        after = upstream_tests.run_side(fork_py, checkout, files)
+    result = upstream_tests.compare(before, after)
+    print(upstream_tests.summary(result))
+    if not after:
+        raise VerifyError("the fork side produced no test results")
+    if result.regressions:
+        raise VerifyError(f"{len(result.regressions)} upstream test(s) regress on the fork")
     return 0
 
 
@@ -308,6 +349,19 @@ def parser() -> argparse.ArgumentParser:
         default="apache-tvm-ffi==0.1.14.post1",
         help="tvm-ffi for the stock side (BUGS.md section 0; default %(default)s)",
     )
+
+    u = sub.add_parser(
+        "upstream-tests", help="TVM's test files that the series touches: no new failures"
+    )
+    with_checkout(u)
+    u.add_argument("patches", nargs="*", help="only the test files of these patches")
+    u.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
+    u.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
+    u.add_argument(
+        "--stock-ffi",
+        default="apache-tvm-ffi==0.1.14.post1",
+        help="tvm-ffi for the stock side (default %(default)s)",
+    )
     return p
 
 
@@ -318,6 +372,7 @@ COMMANDS = {
     "check": cmd_check,
     "wheel": cmd_wheel,
     "verify": cmd_verify,
+    "upstream-tests": cmd_upstream_tests,
 }
 
 

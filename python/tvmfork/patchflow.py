@@ -96,6 +96,12 @@ def _series_matches(repo: git.Repo, base: str, series: Series) -> bool:
     return all(format_commit(repo, c) == p.data for c, p in pairs)
 
 
+def series_applied(checkout_dir: Path, series: Series) -> bool:
+    """Whether the checkout's commits on top of its base are exactly the series."""
+    repo = git.Repo(checkout_dir)
+    return _series_matches(repo, base_of(repo), series)
+
+
 def apply(series: Series, checkout_dir: Path, force: bool = False) -> ApplyResult:
     repo = git.Repo(checkout_dir)
     if not checkout_dir.is_dir():

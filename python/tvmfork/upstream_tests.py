@@ -1,0 +1,105 @@
+"""`tvmfork upstream-tests`: TVM's own test files, touched by the series, on stock and fork.
+
+The test files come from the patched checkout (so the tests each patch adds are included);
+both sides run the same files. A test that passes on stock and fails on the fork is a
+regression; tests that fail on both sides (upstream's own breakage at the pin) are reported,
+not blamed on the fork.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tvmfork import proc
+from tvmfork.series import Series, classify
+
+
+def test_files(series: Series, only: list[str] | None = None) -> list[str]:
+    files: list[str] = []
+    for p in series.patches:
+        if only and p.name not in only and p.name.removesuffix(".patch") not in only:
+            continue
+        for f in p.files:
+            name = f.rsplit("/", 1)[-1]
+            if classify(f) == "test" and name.startswith("test_") and f.endswith(".py"):
+                files.append(f)
+    return list(dict.fromkeys(files))
+
+
+def run_side(python: Path, checkout: Path, files: list[str]) -> dict[str, str]:
+    """Test id -> passed | failed | skipped, from pytest's JUnit XML."""
+    with tempfile.TemporaryDirectory(prefix="tvmfork-upstream-") as tmp:
+        report = Path(tmp) / "junit.xml"
+        proc.run(
+            [
+                python,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--junitxml={report}",
+                *files,
+            ],
+            cwd=checkout,
+            check=False,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        if not report.is_file():
+            return {}
+        outcomes: dict[str, str] = {}
+        for case in ET.parse(report).getroot().iter("testcase"):
+            test_id = f"{case.get('classname')}::{case.get('name')}"
+            kinds = {child.tag for child in case}
+            if kinds & {"failure", "error"}:
+                outcomes[test_id] = "failed"
+            elif "skipped" in kinds:
+                outcomes[test_id] = "skipped"
+            else:
+                outcomes[test_id] = "passed"
+        return outcomes
+
+
+@dataclass
+class Comparison:
+    stock: dict[str, str]
+    fork: dict[str, str]
+    regressions: list[str] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+    broken_on_both: list[str] = field(default_factory=list)
+
+    def count(self, side: dict[str, str], outcome: str) -> int:
+        return sum(1 for v in side.values() if v == outcome)
+
+
+def compare(stock: dict[str, str], fork: dict[str, str]) -> Comparison:
+    c = Comparison(stock, fork)
+    for test_id, outcome in sorted(fork.items()):
+        before = stock.get(test_id)
+        if outcome == "failed" and before == "passed":
+            c.regressions.append(test_id)
+        elif outcome == "failed":
+            c.broken_on_both.append(test_id)
+        elif outcome == "passed" and before == "failed":
+            c.fixed.append(test_id)
+    missing = [t for t in stock if t not in fork]
+    c.regressions += [f"{t} (not run on the fork)" for t in missing]
+    return c
+
+
+def summary(c: Comparison) -> str:
+    lines = []
+    for label, side in (("stock", c.stock), ("fork", c.fork)):
+        lines.append(
+            f"  {label:5}: {c.count(side, 'passed')} passed, "
+            f"{c.count(side, 'failed')} failed, {c.count(side, 'skipped')} skipped"
+        )
+    lines.append(f"  fixed by the series (fail on stock, pass on the fork): {len(c.fixed)}")
+    lines.append(f"  failing on both (upstream's, at the pin): {len(c.broken_on_both)}")
+    lines += [f"    {t}" for t in c.broken_on_both]
+    lines.append(f"  REGRESSIONS (pass on stock, fail on the fork): {len(c.regressions)}")
+    lines += [f"    {t}" for t in c.regressions]
+    return "\n".join(lines)
