@@ -195,11 +195,8 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
     s = ctx.settings
     lock = ctx.lock()
     req_file = ctx.root / "tests" / "requirements.txt"
-    reqs = [
-        ln.strip()
-        for ln in req_file.read_text().splitlines()
-        if ln.strip() and not ln.startswith("#")
-    ]
+    lines = (ln.split("#", 1)[0].strip() for ln in req_file.read_text().splitlines())
+    reqs = [ln for ln in lines if ln]
     stock_path, stock_wf = stock.fetch(lock, s.cache_dir, s.wheel.stock_wheel)
     if a.wheel:
         fork_wheel = Path(a.wheel).resolve()
