@@ -337,28 +337,25 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true")
     i.add_argument("--python", help="the interpreter whose TVM to describe (default: this one)")
 
+    def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:
+        """Options of the commands that run tests on a stock and a fork venv."""
+        sp.add_argument("patches", nargs="*", help=only)
+        sp.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
+        sp.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
+        sp.add_argument(
+            "--stock-ffi",
+            default="apache-tvm-ffi==0.1.14.post1",
+            help="tvm-ffi for the stock side (BUGS.md section 0; default %(default)s)",
+        )
+
     v = sub.add_parser("verify", help="each regression test: fails on stock, passes on fork")
-    v.add_argument("patches", nargs="*", help="only these patches")
-    v.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
-    v.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
-    v.add_argument(
-        "--stock-ffi",
-        default="apache-tvm-ffi==0.1.14.post1",
-        help="tvm-ffi for the stock side (BUGS.md section 0; default %(default)s)",
-    )
+    with_test_sides(v, "only these patches")
 
     u = sub.add_parser(
         "upstream-tests", help="TVM's test files that the series touches: no new failures"
     )
     with_checkout(u)
-    u.add_argument("patches", nargs="*", help="only the test files of these patches")
-    u.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
-    u.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
-    u.add_argument(
-        "--stock-ffi",
-        default="apache-tvm-ffi==0.1.14.post1",
-        help="tvm-ffi for the stock side (default %(default)s)",
-    )
+    with_test_sides(u, "only the test files of these patches")
     return p
 
 
