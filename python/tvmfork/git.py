@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from tvmfork import proc
@@ -89,3 +92,21 @@ def is_git_dir(path: Path) -> bool:
 def identity_env() -> dict[str, str]:
     """Author and committer for commits tvmfork makes itself (a plain-folder base)."""
     return {"GIT_AUTHOR_NAME": "tvmfork", "GIT_AUTHOR_EMAIL": "tvmfork@localhost", **COMMITTER}
+
+
+@contextmanager
+def worktree(repo: Repo, rev: str) -> Iterator[Repo]:
+    """A temporary detached worktree of `repo` at `rev`, removed afterwards whatever happens.
+
+    Work done there (git am, say) never touches the checkout's own files; the commits it
+    makes stay in the repository.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="tvmfork-wt-"))
+    work = tmp / "wt"
+    try:
+        repo.run("worktree", "add", "-q", "--detach", work, rev)
+        yield Repo(work)
+    finally:
+        repo.run("worktree", "remove", "--force", work, check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+        repo.run("worktree", "prune", check=False)

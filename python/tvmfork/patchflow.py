@@ -8,15 +8,13 @@ which rewrites only files whose content changed (so a rebuild recompiles only th
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tvmfork import git, ui
 from tvmfork.checkout import WORK_BRANCH, base_of
 from tvmfork.errors import PatchError, SourceError
-from tvmfork.series import SERIES, Series, read_order
+from tvmfork.series import SERIES, Patch, Series, read_order
 
 # `git format-patch` flags, fixed so that apply -> export is byte-identical and independent of
 # the user's git version and configuration (after Electron's script/lib/git.py).
@@ -102,6 +100,24 @@ def series_applied(checkout_dir: Path, series: Series) -> bool:
     return _series_matches(repo, base_of(repo), series)
 
 
+def am(wt: git.Repo, patch: Patch, three_way: bool = False) -> str:
+    """`git am` one patch in a worktree; on failure abort it and raise a PatchError that
+    names the patch, the file and the hunk. Returns git's output."""
+    flags = [f for f in AM_FLAGS if not (three_way and f == "--no-3way")]
+    if three_way:
+        flags.append("--3way")
+    r = wt.run("am", *flags, patch.path.resolve(), check=False, env=git.COMMITTER)
+    if r.returncode != 0:
+        wt.run("am", "--abort", check=False)
+        check = wt.run("apply", "--check", "-v", patch.path.resolve(), check=False)
+        raise PatchError(
+            _explain_failure(
+                patch.name, patch.data.decode("utf-8", "replace"), r.stdout + "\n" + check.stdout
+            )
+        )
+    return r.stdout
+
+
 def apply(series: Series, checkout_dir: Path, force: bool = False) -> ApplyResult:
     repo = git.Repo(checkout_dir)
     if not checkout_dir.is_dir():
@@ -126,30 +142,12 @@ def apply(series: Series, checkout_dir: Path, force: bool = False) -> ApplyResul
                 "(the old head is kept under refs/tvmfork/backup)"
             )
         repo.run("update-ref", "refs/tvmfork/backup", repo.head())
-    tmp = Path(tempfile.mkdtemp(prefix="tvmfork-am-"))
-    work = tmp / "wt"
     result = ApplyResult(head=base)
-    try:
-        repo.run("worktree", "add", "-q", "--detach", work, base)
-        wt = git.Repo(work)
+    with git.worktree(repo, base) as wt:
         for patch in series.patches:
-            r = wt.run("am", *AM_FLAGS, patch.path.resolve(), check=False, env=git.COMMITTER)
-            if r.returncode != 0:
-                wt.run("am", "--abort", check=False)
-                check = wt.run("apply", "--check", "-v", patch.path.resolve(), check=False)
-                raise PatchError(
-                    _explain_failure(
-                        patch.name,
-                        patch.data.decode("utf-8", "replace"),
-                        r.stdout + "\n" + check.stdout,
-                    )
-                )
+            am(wt, patch)
             result.applied.append(patch.name)
         result.head = wt.head()
-    finally:
-        repo.run("worktree", "remove", "--force", work, check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-        repo.run("worktree", "prune", check=False)
     repo.run("checkout", "-q", "-B", WORK_BRANCH, result.head)
     return result
 
