@@ -274,6 +274,51 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
     return 0
 
 
+def cmd_stage(ctx: Ctx) -> int:
+    from tvmfork import stage
+
+    a = ctx.args
+    bundle = stage.stage(ctx.series(), a.patch, ctx.checkout_dir(), ctx.settings.out_dir, a.onto)
+    print(f"branch {bundle.branch} at {bundle.head[:12]} in {ctx.checkout_dir()} (not pushed)")
+    print(f"pull request bundle: {bundle.dir}")
+    for name, file, result in bundle.checks:
+        print(f"  {name:12} {file}: {result}")
+    if not bundle.ok:
+        raise VerifyError("the staged patch fails TVM's checks (see above and checks.txt)")
+    return 0
+
+
+def cmd_roll(ctx: Ctx) -> int:
+    from tvmfork import roll
+
+    a = ctx.args
+    series = ctx.series()
+    result = roll.roll(series, ctx.checkout_dir(), a.to, ctx.settings.source)
+    print(f"rolling {len(series.patches)} patch(es) onto {a.to} ({result.base[:12]}):")
+    for row in result.rows:
+        print(f"  {row.status:18} {row.patch}")
+        for f in row.files:
+            print(f"      conflict in {f}")
+        for h in row.hunks:
+            print(f"      hunk {h}")
+    if result.conflicts:
+        raise PatchError(
+            f"{len(result.conflicts)} patch(es) conflict with {a.to}; patches/ and the lock are "
+            "unchanged. Resolve them in a checkout (tvmfork apply, git rebase --onto), then "
+            "tvmfork export"
+        )
+    if a.dry_run:
+        print("dry run: patches/ and the lock are unchanged")
+        return 0
+    roll.write(result, series, ctx.checkout_dir(), ctx.lock(), a.to)
+    print(f"patches/ and {ctx.patches_dir / seriesmod.LOCK} now pin {a.to}")
+    print(
+        "note: the lock's stock wheel entries are unchanged: name the wheels (and sha256) of "
+        "the new release there before building overlay wheels"
+    )
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tvmfork",
@@ -356,6 +401,17 @@ def parser() -> argparse.ArgumentParser:
     )
     with_checkout(u)
     with_test_sides(u, "only the test files of these patches")
+
+    st = sub.add_parser("stage", help="one patch as a ready upstream pull request (no push)")
+    with_checkout(st)
+    st.add_argument("patch", help="the patch (file name, with or without .patch)")
+    st.add_argument("--onto", help="a newer upstream revision in the checkout (default: the pin)")
+
+    r = sub.add_parser("roll", help="re-apply the series onto another upstream revision")
+    with_checkout(r)
+    r.add_argument("--to", required=True, help="the revision (tag or commit)")
+    r.add_argument("--source", help="where to fetch it (default: settings source)")
+    r.add_argument("--dry-run", action="store_true", help="report only; change nothing")
     return p
 
 
@@ -367,6 +423,8 @@ COMMANDS = {
     "wheel": cmd_wheel,
     "verify": cmd_verify,
     "upstream-tests": cmd_upstream_tests,
+    "stage": cmd_stage,
+    "roll": cmd_roll,
 }
 
 

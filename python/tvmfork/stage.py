@@ -1,0 +1,170 @@
+"""`tvmfork stage PATCH`: one patch as a ready upstream pull request. Nothing is pushed.
+
+In the checkout, branch `tvmfork/stage/<name>` holds the patch alone (after the patches it
+declares in `Depends-On:` trailers) on the pin, or on `--onto REV`, applied with a 3-way
+merge. The bundle in `out/stage/<name>/` has the patch, a title, a body written from the
+commit message, and the results of TVM's own checks on the files it touches.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tvmfork import git, proc
+from tvmfork.checkout import base_of
+from tvmfork.errors import PatchError
+from tvmfork.patchflow import am, format_commit
+from tvmfork.series import REQUIRED_TRAILERS, Patch, Series, classify
+
+ASF_HEADER = "Licensed to the Apache Software Foundation (ASF)"
+BRANCH_PREFIX = "tvmfork/stage/"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    branch: str
+    head: str
+    dir: Path
+    checks: list[tuple[str, str, str]]  # (check, file, result)
+
+    @property
+    def ok(self) -> bool:
+        return all(result.startswith(("ok", "skipped")) for _, _, result in self.checks)
+
+
+def dependencies(series: Series, patch: Patch) -> list[Patch]:
+    """The patch's `Depends-On:` patches, transitively, in series order."""
+    wanted: set[str] = set()
+    todo = [patch]
+    while todo:
+        for dep in todo.pop().trailers.get("Depends-On", []):
+            dep_patch = series.get(dep)
+            if dep_patch.name not in wanted:
+                wanted.add(dep_patch.name)
+                todo.append(dep_patch)
+    if patch.name in wanted:
+        raise PatchError(f"{patch.name} depends on itself")
+    return [p for p in series.patches if p.name in wanted]
+
+
+def _description(patch: Patch) -> str:
+    """The message without subject and trailers."""
+    body = patch.message.split("\n\n")
+    if body and all(
+        re.match(r"^[A-Za-z][A-Za-z0-9-]*:\s", ln) for ln in body[-1].splitlines() if ln.strip()
+    ):
+        body = body[:-1]
+    return "\n\n".join(body).strip()
+
+
+def _added_tests(patch: Patch) -> list[str]:
+    tests: list[str] = []
+    current = ""
+    for line in patch.data.decode("utf-8", "replace").splitlines():
+        if line.startswith("diff --git "):
+            current = line.rsplit(" b/", 1)[-1]
+        m = re.match(r"^\+\s*def (test_\w+)", line)
+        if m and classify(current) == "test":
+            tests.append(f"{current}::{m.group(1)}")
+    return tests
+
+
+def body(patch: Patch, deps: list[Patch], checks: list[tuple[str, str, str]]) -> str:
+    lines = [_description(patch), ""]
+    tests = _added_tests(patch)
+    lines.append("### Tests")
+    lines += [f"- `{t}`" for t in tests] or ["- (this patch adds no test functions)"]
+    lines.append("")
+    fixes = patch.trailers.get("Fixes", [])
+    if fixes:
+        lines += ["### Fixes", *[f"- {f}" for f in fixes], ""]
+    if deps:
+        lines += ["### Depends on", *[f"- {d.subject}" for d in deps], ""]
+    lines.append("### Checks")
+    lines += [f"- {name} `{file}`: {result}" for name, file, result in checks]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _tool(name: str) -> list[str] | None:
+    path = shutil.which(name)
+    if path:
+        return [path]
+    exe = Path(sys.executable).with_name(name)
+    return [str(exe)] if exe.is_file() else None
+
+
+def run_checks(wt: git.Repo, base: str) -> list[tuple[str, str, str]]:
+    """TVM's checks on the files the staged commits touch (as its CI lints them)."""
+    results = []
+    changed = wt.out("diff", "--name-only", "--diff-filter=AM", base, "HEAD").split()
+    added = set(wt.out("diff", "--name-only", "--diff-filter=A", base, "HEAD").split())
+    ruff, clang_format = _tool("ruff"), _tool("clang-format")
+    for f in changed:
+        path = wt.path / f
+        source = f.endswith((".py", ".cc", ".h", ".cmake", ".sh")) or f.endswith("CMakeLists.txt")
+        if f in added and source:
+            ok = ASF_HEADER in path.read_text(errors="replace")[:2000]
+            results.append(("ASF header", f, "ok" if ok else "MISSING"))
+        if f.endswith(".py"):
+            if ruff is None:
+                results.append(("ruff", f, "skipped: ruff not found"))
+                continue
+            for args, name in (
+                (["check", "--quiet"], "ruff check"),
+                (["format", "--check", "--quiet"], "ruff format"),
+            ):
+                r = proc.run([*ruff, *args, f], cwd=wt.path, check=False)
+                results.append(
+                    (
+                        name,
+                        f,
+                        "ok"
+                        if r.returncode == 0
+                        else "FAILED: " + r.stdout.strip().replace("\n", " ")[:300],
+                    )
+                )
+        elif f.endswith((".cc", ".h")):
+            if clang_format is None:
+                results.append(("clang-format", f, "skipped: clang-format not found"))
+                continue
+            r = proc.run([*clang_format, "--dry-run", "--Werror", f], cwd=wt.path, check=False)
+            results.append(("clang-format", f, "ok" if r.returncode == 0 else "FAILED"))
+    return results
+
+
+def _slug(name: str) -> str:
+    return name.removesuffix(".patch")
+
+
+def stage(series: Series, name: str, checkout: Path, out_dir: Path, onto: str | None) -> Bundle:
+    patch = series.get(name)
+    for key in REQUIRED_TRAILERS:
+        if not patch.trailer(key):
+            raise PatchError(f"{patch.name} has no {key}: trailer; `tvmfork check` first")
+    deps = dependencies(series, patch)
+    repo = git.Repo(checkout)
+    base = repo.rev(onto) if onto else base_of(repo)
+    if base is None:
+        raise PatchError(f"{onto} is not a commit in {checkout}; fetch it there first")
+    branch = BRANCH_PREFIX + _slug(patch.name)
+    with git.worktree(repo, base) as wt:
+        for p in [*deps, patch]:
+            am(wt, p, three_way=onto is not None)
+        head = wt.head()
+        checks = run_checks(wt, base)
+    repo.run("branch", "-f", branch, head)
+    bundle = out_dir / "stage" / _slug(patch.name)
+    if bundle.exists():
+        shutil.rmtree(bundle)
+    bundle.mkdir(parents=True)
+    (bundle / patch.name).write_bytes(format_commit(repo, head))
+    (bundle / "title.txt").write_text(patch.subject + "\n")
+    (bundle / "body.md").write_text(body(patch, deps, checks))
+    (bundle / "checks.txt").write_text(
+        "".join(f"{name}\t{file}\t{result}\n" for name, file, result in checks)
+    )
+    return Bundle(branch=branch, head=head, dir=bundle, checks=checks)

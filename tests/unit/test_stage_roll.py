@@ -1,0 +1,125 @@
+"""stage and roll against a fake upstream that moves on (real git repos in tmp dirs)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from tvmfork import roll
+from tvmfork import series as seriesmod
+from tvmfork.stage import stage
+
+from .conftest import PY_FILE, Fork, git, write
+
+pytestmark = pytest.mark.unit
+
+LICENSE = "# Licensed to the Apache Software Foundation (ASF) under one\n"
+
+
+@pytest.fixture
+def two(fork: Fork) -> Fork:
+    """Two patches: a Python fix of op3 and a native fix of op.cc."""
+    fork.commit_change(PY_FILE, "return x + 3", "return x - 3", "[Relax] Fix op3")
+    fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
+    assert fork.run("export") == 0
+    return fork
+
+
+def upstream_moves(fork: Fork, path: str, old: str, new: str, tag: str) -> str:
+    up = fork.upstream.repo
+    f = up / path
+    write(f, f.read_text().replace(old, new))
+    git(up, "commit", "-qam", f"upstream change to {path}")
+    git(up, "tag", tag)
+    return git(up, "rev-parse", "HEAD")
+
+
+def test_stage_makes_a_branch_and_a_bundle(two: Fork, tmp_path) -> None:
+    series = seriesmod.load(two.root / "patches")
+    bundle = stage(series, "native-fix", two.checkout, tmp_path / "out", None)
+    assert two.tvm("rev-parse", f"{bundle.head}^") == two.upstream.commit  # alone on the pin
+    assert "return 42" in two.tvm("show", f"{bundle.branch}:src/op.cc")
+    assert "return x - 3" not in two.tvm("show", f"{bundle.branch}:{PY_FILE}")
+    assert (bundle.dir / "title.txt").read_text() == "[Op] Native fix\n"
+    body = (bundle.dir / "body.md").read_text()
+    assert "Why this change." in body and "- BUGS.md section 1" in body
+    assert "Upstream-Status" not in body
+    assert (bundle.dir / "native-fix.patch").read_bytes() == (
+        two.root / "patches/native-fix.patch"
+    ).read_bytes()
+    assert git(two.upstream.repo, "branch", "--list", "tvmfork/*") == ""  # nothing pushed
+
+
+def test_stage_with_dependency_and_license_check(two: Fork, tmp_path) -> None:
+    two.commit_change("src/new.cc", "", "int f();\n", "[Op] New file")
+    two.tvm(
+        "commit",
+        "--amend",
+        "-qm",
+        "[Op] New file\n\nWhy.\n\nFixes: x\nUpstream-Status: pending\n"
+        "Regression-Test: tests/regression/test_example.py\nDepends-On: native-fix",
+    )
+    assert two.run("export") == 0
+    series = seriesmod.load(two.root / "patches")
+    bundle = stage(series, "new-file", two.checkout, tmp_path / "out", None)
+    assert "return 42" in two.tvm("show", f"{bundle.branch}:src/op.cc")  # the dependency
+    assert ("ASF header", "src/new.cc", "MISSING") in bundle.checks
+    assert not bundle.ok
+    assert two.run("stage", "new-file") == 8  # failing checks: the exit code says so
+
+
+def test_roll_clean(two: Fork) -> None:
+    new = upstream_moves(two, "tests/python/test_op.py", "pass", "assert True", "v1.1.0")
+    assert two.run("roll", "--to", "v1.1.0", "--source", str(two.upstream.repo)) == 0
+    lock = tomllib.loads((two.root / "patches/lock.toml").read_text())
+    assert lock["upstream"]["commit"] == new and lock["upstream"]["tag"] == "v1.1.0"
+    assert lock["upstream"]["version"] == "1.1.0"
+    assert two.tvm("rev-parse", "refs/tvmfork/base") == new
+    assert two.run("export", "--check") == 0  # the checkout carries the rolled series
+    assert two.run("check") == 0
+
+
+def test_roll_three_way_and_upstream_took_a_patch(two: Fork) -> None:
+    up = two.upstream.repo
+    # Upstream takes the native fix and edits near the Python fix (3-way needed).
+    write(up / "src/op.cc", "int op() { return 42; }\n")
+    write(
+        up / PY_FILE,
+        (up / PY_FILE)
+        .read_text()
+        .replace("def op2(x)", "def op2(y)")
+        .replace("return x + 2", "return y + 2"),
+    )
+    git(up, "commit", "-qam", "upstream moves on")
+    git(up, "tag", "v1.2.0")
+    series = seriesmod.load(two.root / "patches")
+    result = roll.roll(series, two.checkout, "v1.2.0", str(up))
+    statuses = {r.patch: r.status for r in result.rows}
+    assert statuses["native-fix.patch"] == roll.UPSTREAM
+    assert statuses["fix-op3.patch"] in (roll.CLEAN, roll.THREE_WAY)
+    assert two.run("roll", "--to", "v1.2.0", "--source", str(up)) == 0
+    assert seriesmod.read_order(two.root / "patches") == ["fix-op3.patch"]
+    assert not (two.root / "patches/native-fix.patch").exists()
+
+
+def test_roll_conflict_changes_nothing(two: Fork, capsys) -> None:
+    upstream_moves(two, PY_FILE, "return x + 3", "return x * 3", "v2.0.0")
+    before = {p.name: p.read_bytes() for p in (two.root / "patches").iterdir()}
+    head = two.tvm("rev-parse", "HEAD")
+    assert two.run("roll", "--to", "v2.0.0", "--source", str(two.upstream.repo)) == 5
+    out = capsys.readouterr().out
+    assert "CONFLICT" in out and f"conflict in {PY_FILE}" in out and "hunk " in out
+    assert {p.name: p.read_bytes() for p in (two.root / "patches").iterdir()} == before
+    assert two.tvm("rev-parse", "HEAD") == head
+    assert two.tvm("status", "--porcelain") == ""
+
+
+def test_update_lock_text_keeps_comments() -> None:
+    text = (
+        '# pin\n[upstream]\nurl = "u"\ntag = "v1"\ncommit = "a"  # c\ntree = "t"\n'
+        'version = "1"\n\n[[submodule]]\npath = "p"\ncommit = "s"\n'
+    )
+    out = roll.update_lock_text(text, "v2.0", "b" * 40, "c" * 40, {"p": "d" * 40})
+    assert out.startswith("# pin\n") and f'commit = "{"b" * 40}"  # c' in out
+    assert 'tag = "v2.0"' in out and 'version = "2.0"' in out and f'"{"d" * 40}"' in out
