@@ -186,9 +186,13 @@ def cmd_info(ctx: Ctx | None, args: argparse.Namespace) -> int:
     return 0
 
 
-def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str]]:
+def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str], dict[str, str]]:
     """The stock and fork venvs of `verify`, made or reused: (stock python, fork python,
-    names of the patches the fork wheel includes)."""
+    patches the fork wheel includes, patches whose fork side cannot run and why).
+
+    With --against, the stock side is that release from PyPI and the fork side is an overlay
+    of its wheel with the Python patches that still apply to it.
+    """
     from tvmfork import stock, venvs
 
     a = ctx.args
@@ -197,40 +201,83 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
     req_file = ctx.root / "tests" / "requirements.txt"
     lines = (ln.split("#", 1)[0].strip() for ln in req_file.read_text().splitlines())
     reqs = [ln for ln in lines if ln]
-    stock_path, stock_wf = stock.fetch(lock, s.cache_dir, s.wheel.stock_wheel)
-    if a.wheel:
-        fork_wheel = Path(a.wheel).resolve()
-        included = {p.name for p in series.patches if not p.native}
-    else:
-        res = build_overlay(ctx, python_only=True)
+    stock_only: dict[str, str] = {}
+    against = getattr(a, "against", None)
+    if against:
+        base_wheel = stock.download(against, s.cache_dir / "wheels" / "against")
+        ui.note(f"{base_wheel.name}: sha256 {stock.sha256_of(base_wheel)} (not in the lock)")
+        chosen, stock_only = _applicable(series, base_wheel)
+        with ui.step(f"overlay wheel from {base_wheel.name}"):
+            res = overlay_build(ctx, series, base_wheel, chosen)
         fork_wheel, included = res.path, set(res.included)
+        stock_reqs = [against, a.stock_ffi]
+        stock_name = f"stock-{venvs.key(against, a.stock_ffi)}"
+    else:
+        stock_path, stock_wf = stock.fetch(lock, s.cache_dir, s.wheel.stock_wheel)
+        if a.wheel:
+            fork_wheel = Path(a.wheel).resolve()
+            included = {p.name for p in series.patches if not p.native}
+        else:
+            res = build_overlay(ctx, python_only=True)
+            fork_wheel, included = res.path, set(res.included)
+        stock_reqs = [str(stock_path), a.stock_ffi]
+        stock_name = f"stock-{stock_wf.sha256[:12]}"
     vroot = s.cache_dir / "venvs"
     deps = vroot / f"deps-{venvs.key(*reqs)}"
     venvs.ensure(deps, reqs, python=s.python)
-    stock_py = venvs.ensure(
-        vroot / f"stock-{stock_wf.sha256[:12]}",
-        [str(stock_path), a.stock_ffi],
-        python=s.python,
-        deps_venv=deps,
-    )
+    stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=s.python, deps_venv=deps)
     fork_py = venvs.ensure(
-        vroot / "fork",
+        vroot / ("fork-against" if against else "fork"),
         [str(fork_wheel)],
         python=s.python,
         deps_venv=deps,
         fingerprint=stock.sha256_of(fork_wheel),
     )
-    return stock_py, fork_py, included
+    return stock_py, fork_py, included, stock_only
+
+
+def _applicable(series: seriesmod.Series, wheel: Path) -> tuple[list[Any], dict[str, str]]:
+    """The Python patches that apply, in order, to another release's wheel; and why the
+    others' fork side cannot run."""
+    import zipfile
+
+    from tvmfork.wheel.overlay import patched_files
+
+    chosen: list[Any] = []
+    skipped: dict[str, str] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        for p in series.patches:
+            if p.native:
+                skipped[p.name] = "native patch: needs a source build"
+                continue
+            try:
+                patched_files(zf, [*chosen, p])
+                chosen.append(p)
+            except PatchError:
+                skipped[p.name] = f"does not apply to {wheel.name}: rebase it (tvmfork roll)"
+    return chosen, skipped
+
+
+def overlay_build(ctx: Ctx, series: seriesmod.Series, wheel: Path, only: list[Any]) -> Any:
+    from tvmfork.wheel import overlay
+
+    out = ctx.settings.out_dir / "against"
+    return overlay.build(ctx.lock(), series, wheel, out, only=only)
 
 
 def cmd_verify(ctx: Ctx) -> int:
     from tvmfork import verify
 
     series = ctx.series()
-    stock_py, fork_py, included = _test_venvs(ctx, series)
-    rows = verify.verify(series, ctx.root, stock_py, fork_py, included, ctx.args.patches or None)
+    stock_py, fork_py, included, stock_only = _test_venvs(ctx, series)
+    rows = verify.verify(
+        series, ctx.root, stock_py, fork_py, included, ctx.args.patches or None, stock_only
+    )
     print(verify.table(rows))
-    bad = [r for r in rows if r.stock is not None and not r.ok]
+    bad = [r for r in rows if r.stock is not None and r.fork is not None and not r.ok]
+    if ctx.args.against:
+        # Against another release, a patch upstream made unnecessary is news, not a failure.
+        bad = [r for r in bad if r.fork is not None and r.fork.code != verify.PASSED]
     if bad:
         for r in bad:
             print(
@@ -257,7 +304,7 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
     if not files:
         print("the series touches no upstream test files")
         return 0
-    stock_py, fork_py, _ = _test_venvs(ctx, series)
+    stock_py, fork_py, _, _ = _test_venvs(ctx, series)
     print(f"upstream test files ({len(files)}), run from {checkout}:")
     for f in files:
         print(f"  {f}")
@@ -395,6 +442,11 @@ def parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify", help="each regression test: fails on stock, passes on fork")
     with_test_sides(v, "only these patches")
+    v.add_argument(
+        "--against",
+        metavar="SPEC",
+        help="another stock release (apache-tvm==0.27.0.post1): which patches it still needs",
+    )
 
     u = sub.add_parser(
         "upstream-tests", help="TVM's test files that the series touches: no new failures"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from pathlib import Path
 
@@ -83,3 +84,33 @@ def fetch(lock: Lock, cache_dir: Path, local: Path | None = None) -> tuple[Path,
             raise IntegrityError(f"pip did not produce {expected.filename} in {wheels}")
     verify(path, expected)
     return path, expected
+
+
+def download(spec: str, dest: Path) -> Path:
+    """The wheel pip picks for `spec` (e.g. apache-tvm==0.27.0.post1), cached in `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    before = set(dest.glob("*.whl"))
+    r = proc.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--dest",
+            dest,
+            spec,
+        ],
+        check=False,
+    )
+    if r.returncode != 0:
+        raise UsageError(f"pip cannot download {spec}:\n    {r.stdout.strip()[-600:]}")
+    named = re.findall(r"(?:Saved|File was already downloaded) (\S+\.whl)", r.stdout)
+    if named:
+        return Path(named[-1]).resolve()
+    new = set(dest.glob("*.whl")) - before
+    if len(new) == 1:
+        return new.pop()
+    raise UsageError(f"cannot tell which wheel pip downloaded for {spec}:\n{r.stdout[-600:]}")

@@ -110,17 +110,22 @@ def build(
     stock_path: Path,
     out_dir: Path,
     python_only: bool = False,
+    only: list[Patch] | None = None,
 ) -> OverlayResult:
+    """Overlay the series' Python patches (or just `only`, for another release's wheel) on
+    the stock wheel at `stock_path`; the version is that wheel's plus the series' local
+    part, with `.py` when any patch is left out."""
     native = [p for p in series.patches if p.native]
-    if native and not python_only:
+    if native and not python_only and only is None:
         names = ", ".join(p.name for p in native)
         raise UsageError(
             f"the series has native patches ({names}); an overlay cannot carry them. Build "
             "from source (--mode source) or pass --python-only to leave them out"
         )
-    included = [p for p in series.patches if not p.native]
-    version = local_version(lock.version, series, python_only_cut=bool(native))
+    included = only if only is not None else [p for p in series.patches if not p.native]
+    left_out = [p for p in series.patches if p not in included]
     dist, base_version, _, _ = parse_wheel_filename(stock_path.name)
+    version = local_version(str(base_version), series, python_only_cut=bool(left_out))
     project = str(dist).replace("-", "_")
     old_info = f"{project}-{base_version}.dist-info/"
     new_info = f"{project}-{version}.dist-info/"
@@ -196,7 +201,7 @@ def build(
         path=out_path,
         version=version,
         included=[p.name for p in included],
-        left_out=[p.name for p in native],
+        left_out=[p.name for p in left_out],
     )
 
 
