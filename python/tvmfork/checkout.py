@@ -45,14 +45,14 @@ def source_kind(source: str) -> str:
     raise SourceError(f"no such folder or repository: {source}")
 
 
-def _fetch_url(source: str) -> str:
+def fetch_url(source: str) -> str:
     path = Path(source).expanduser()
     # file:// so that --depth works for a local repository too.
     return path.resolve().as_uri() if path.exists() else source
 
 
 def _fetch_git(repo: git.Repo, source: str, commit: str, tag: str | None, shallow: bool) -> None:
-    url = _fetch_url(source)
+    url = fetch_url(source)
     depth = ["--depth=1"] if shallow else []
     if tag:
         r = repo.run("ls-remote", url, f"refs/tags/{tag}", f"refs/tags/{tag}^{{}}", check=False)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tvmfork import git
-from tvmfork.checkout import BASE_REF, WORK_BRANCH, _fetch_url, base_of
+from tvmfork.checkout import BASE_REF, WORK_BRANCH, base_of, fetch_url
 from tvmfork.errors import SourceError
 from tvmfork.lock import Lock
 from tvmfork.patchflow import AM_FLAGS, ExportPlan, format_commit, write_export
@@ -58,7 +58,7 @@ def resolve(repo: git.Repo, rev: str, source: str | None) -> str:
         return local
     if source is None:
         raise SourceError(f"{rev} is not in {repo.path}; pass --source to fetch it")
-    r = repo.run("fetch", "--no-tags", _fetch_url(source), rev, check=False)
+    r = repo.run("fetch", "--no-tags", fetch_url(source), rev, check=False)
     if r.returncode != 0:
         raise SourceError(f"cannot fetch {rev} from {source}:\n    {r.stdout.strip()[-500:]}")
     got = repo.rev("FETCH_HEAD")
