@@ -1,5 +1,6 @@
 # tvmfork: the two commands a user needs are `make wheel` and `make test`.
 # Settings: MODE=auto|overlay|source  VARIANT=cpu|cuda  PYTHON=python3
+#           TVM_SOURCE=<URL, git dir or folder> for `make checkout` (default: the lock's URL)
 # Machine-local paths (a TVM mirror, caches) go in tvmfork.local.toml (ignored by git).
 
 PYTHON ?= python3
@@ -9,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TVMFORK := $(VENV)/bin/tvmfork
 
-.PHONY: all wheel test test-unit test-overlay check lint clean
+.PHONY: all checkout wheel image test test-unit test-overlay test-native check lint clean
 
 all: wheel
 
@@ -18,8 +19,15 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $@
 
+checkout: $(VENV)/.installed
+	$(TVMFORK) checkout $(if $(TVM_SOURCE),--source $(TVM_SOURCE))
+
 wheel: $(VENV)/.installed
 	$(TVMFORK) wheel --mode $(MODE) --variant $(VARIANT)
+
+# The CUDA image: the Dockerfile runs `make checkout` and `make wheel MODE=source VARIANT=cuda`.
+image: $(VENV)/.installed
+	PY=$(PY) scripts/docker-build.sh -t tvmfork:cuda
 
 # Unit lane (the tool, real git repos in tmp dirs) and overlay lane (each Python patch's
 # regression test: fails on the stock wheel, passes on the overlay fork wheel).
@@ -32,6 +40,11 @@ test-unit: $(VENV)/.installed
 test-overlay: $(VENV)/.installed
 	$(PY) -m pytest tests/overlay
 
+# Opt-in native lane: a source-built wheel (make wheel MODE=source) and the build tree it came
+# from; runs the native patches' regression tests on that wheel and the src_cc tests (ctest).
+test-native: $(VENV)/.installed
+	$(PY) -m pytest tests/native
+
 check: $(VENV)/.installed lint
 	$(TVMFORK) check
 
@@ -39,6 +52,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check python tests scripts
 	$(VENV)/bin/ruff format --check python tests scripts
 	$(VENV)/bin/mypy
+	$(VENV)/bin/hadolint Dockerfile
 
 clean:
 	rm -rf out $(VENV)

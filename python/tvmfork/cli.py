@@ -144,20 +144,45 @@ def build_overlay(ctx: Ctx, python_only: bool) -> Any:
     return res
 
 
+def build_source(ctx: Ctx) -> int:
+    from tvmfork.wheel import source
+
+    res = source.SourceBuild(ctx.settings, ctx.lock(), ctx.series(), ctx.root).run()
+    size = res.path.stat().st_size / 1e6
+    print(f"built {res.path} ({size:.1f} MB) in {res.seconds['total']:.0f} s")
+    print(f"  version {res.version}; mode source; variant {res.variant}")
+    print(f"  included ({len(ctx.series().patches)}): all patches, native ones too")
+    print("\n".join(source.describe(res)))
+    return 0
+
+
+def source_unavailable(ctx: Ctx) -> str | None:
+    """Why a source build cannot run here (no checkout, no variant, a missing tool), or None."""
+    from tvmfork.wheel import source
+
+    try:
+        source.SourceBuild(ctx.settings, ctx.lock(), ctx.series(), ctx.root).preflight()
+    except TvmforkError as exc:
+        return str(exc)
+    return None
+
+
 def cmd_wheel(ctx: Ctx) -> int:
     ws = ctx.settings.wheel
     series = ctx.series()
     native = [p.name for p in series.patches if p.native]
     mode = ws.mode
     if mode == "source":
-        raise UsageError(
-            "source builds are not available in this version of tvmfork yet; use --mode overlay"
-        )
+        return build_source(ctx)
     python_only = ws.python_only
     if mode == "auto":
+        why_not = source_unavailable(ctx) if native and not python_only else None
+        if native and not python_only and why_not is None:
+            ui.note(f"auto: the series has {len(native)} native patch(es): building from source")
+            return build_source(ctx)
         if native and not python_only:
             ui.note(
-                "auto: source builds are not available yet, so this is an overlay wheel "
+                f"auto: cannot build from source ({why_not}), so this is an overlay wheel "
                 f"WITHOUT the native patch(es): {', '.join(native)}"
             )
             python_only = True
@@ -175,6 +200,12 @@ def cmd_wheel(ctx: Ctx) -> int:
     print(f"  included ({len(res.included)}): {', '.join(res.included) or 'none'}")
     if res.left_out:
         print(f"  LEFT OUT ({len(res.left_out)}, native): {', '.join(res.left_out)}")
+    return 0
+
+
+def cmd_labels(ctx: Ctx) -> int:
+    """`<upstream commit> <series digest>`: the image labels scripts/docker-build.sh passes."""
+    print(ctx.lock().commit, ctx.series().digest)
     return 0
 
 
@@ -412,6 +443,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--check", action="store_true", help="only report what is stale")
 
     sub.add_parser("check", help="validate the series, trailers and overlay applicability")
+    sub.add_parser("labels", help="print the pinned commit and the series digest (image labels)")
 
     w = sub.add_parser("wheel", help="build a fork wheel")
     w.add_argument("--mode", choices=settings.MODES)
@@ -424,6 +456,11 @@ def parser() -> argparse.ArgumentParser:
     )
     w.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
     w.add_argument("--out", dest="out_dir", help="output folder (default: out/)")
+    with_checkout(w)
+    w.add_argument("--jobs", help="parallel compile jobs (source mode; default: all CPUs)")
+    w.add_argument("--cuda-arch", dest="cuda_architectures", help="CMAKE_CUDA_ARCHITECTURES")
+    w.add_argument("--llvm-config", dest="llvm_config", help="the llvm-config to build with")
+    w.add_argument("--no-ccache", dest="ccache", action="store_false", default=None)
 
     i = sub.add_parser("info", help="the fork manifest of the installed TVM")
     i.add_argument("--json", action="store_true")
@@ -472,6 +509,7 @@ COMMANDS = {
     "apply": cmd_apply,
     "export": cmd_export,
     "check": cmd_check,
+    "labels": cmd_labels,
     "wheel": cmd_wheel,
     "verify": cmd_verify,
     "upstream-tests": cmd_upstream_tests,
@@ -500,6 +538,13 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     }
     if wheel:
         o["wheel"] = wheel
+    build = {
+        k: getattr(args, k)
+        for k in ("jobs", "cuda_architectures", "llvm_config", "ccache")
+        if getattr(args, k, None) is not None
+    }
+    if build:
+        o["build"] = build
     return o
 
 

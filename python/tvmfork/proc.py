@@ -1,4 +1,5 @@
-"""The one subprocess helper: echo the command, run it, and fail with its output."""
+"""The one subprocess helper: run a command (captured, or streamed to a log), fail with its
+output tail."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tvmfork.errors import ProcessError
@@ -64,3 +66,49 @@ def failure_message(
     where = f" (in {cwd})" if cwd else ""
     body = "\n".join("    " + line for line in lines) or "    (no output)"
     return f"command failed with exit code {code}{where}:\n  {_fmt(cmd)}\n{body}"
+
+
+def stream(
+    cmd: Sequence[str | Path],
+    log: Path,
+    on_line: Callable[[str], None],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Run `cmd` with its output (stdout and stderr) appended to `log` line by line, each line
+    also handed to `on_line`; a non-zero exit raises ProcessError with the tail and the log."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8", errors="replace") as out:
+        out.write(f"+ {_fmt(cmd)}\n")
+        out.flush()
+        try:
+            child = subprocess.Popen(
+                [str(c) for c in cmd],
+                cwd=cwd,
+                env=full_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                bufsize=1,
+            )
+        except FileNotFoundError as exc:
+            raise ProcessError(f"command not found: {cmd[0]} (needed for: {_fmt(cmd)})") from exc
+        assert child.stdout is not None
+        try:
+            for line in child.stdout:
+                out.write(line)
+                tail.append(line.rstrip("\n"))
+                on_line(line.rstrip("\n"))
+            code = child.wait()
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+    if code != 0:
+        msg = failure_message(cmd, code, "\n".join(tail), cwd)
+        raise ProcessError(f"{msg}\n  full log: {log}")

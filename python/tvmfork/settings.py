@@ -42,6 +42,25 @@ class WheelSettings:
 
 
 @dataclass
+class BuildSettings:
+    jobs: str = ""
+    """Parallel compile jobs (default: the number of CPUs)."""
+    ccache: bool = True
+    """Compile through ccache when it is installed (cache in `cache_dir/ccache`)."""
+    llvm_config: str = ""
+    """The llvm-config to build with (default: the newest >= 15 found)."""
+    cuda_home: str = ""
+    """The CUDA toolkit root for the cuda variant (default: found from nvcc)."""
+    cuda_architectures: str = ""
+    """CMAKE_CUDA_ARCHITECTURES of the CUDA sidecar (default: the variant's list)."""
+    cuda_driver_lib: str = ""
+    """libcuda.so (driver or stub) to link the sidecar against (default: the toolkit's stub,
+    else a stub generated from cuda.h; it is never shipped)."""
+    build_dir: Path | None = None
+    """The CMake build folder (default: `<checkout>/build/tvmfork-<variant>`)."""
+
+
+@dataclass
 class Settings:
     cache_dir: Path = field(default_factory=_default_cache)
     """Downloads, venvs and checkouts live here, outside the repository."""
@@ -56,6 +75,7 @@ class Settings:
     python: str = "python3"
     """The interpreter that test venvs are made from."""
     wheel: WheelSettings = field(default_factory=WheelSettings)
+    build: BuildSettings = field(default_factory=BuildSettings)
 
     def resolved_checkout(self) -> Path:
         return self.checkout_dir or self.cache_dir / "checkout" / "tvm"

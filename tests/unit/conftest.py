@@ -44,6 +44,46 @@ PY_FILE = "python/tvm/relax/legalize.py"
 PY_TEXT = "".join(f"def op{i}(x):\n    return x + {i}\n\n\n" for i in range(12))
 
 
+# The fake upstream builds like TVM: scikit-build-core from pyproject.toml, version from
+# setuptools-scm, CMake installs its libraries into tvm/lib, the variant passes defines.
+FAKE_PYPROJECT = """\
+[build-system]
+requires = ["scikit-build-core>=0.11", "setuptools-scm>=8"]
+build-backend = "scikit_build_core.build"
+
+[project]
+name = "apache-tvm"
+dynamic = ["version"]
+requires-python = ">=3.10"
+dependencies = ["apache-tvm-ffi>=0.1.0"]
+
+[tool.scikit-build]
+cmake.build-type = "Release"
+wheel.py-api = "py3"
+wheel.packages = ["python/tvm"]
+wheel.install-dir = "tvm"
+metadata.version.provider = "scikit_build_core.metadata.setuptools_scm"
+
+[tool.setuptools_scm]
+fallback_version = "0.0.dev0"
+"""
+
+FAKE_CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.26)
+project(faketvm LANGUAGES CXX)
+if(NOT FAKE_FLAVOR STREQUAL "cpu")
+  message(FATAL_ERROR "FAKE_FLAVOR must come from the variant, got '${FAKE_FLAVOR}'")
+endif()
+foreach(i RANGE 1 6)
+  configure_file(src/op.cc ${CMAKE_BINARY_DIR}/op${i}.cc COPYONLY)
+  list(APPEND SRCS ${CMAKE_BINARY_DIR}/op${i}.cc)
+endforeach()
+add_library(tvm_runtime SHARED src/op.cc)
+add_library(extra OBJECT ${SRCS})
+install(TARGETS tvm_runtime DESTINATION lib)
+"""
+
+
 @dataclass
 class Upstream:
     repo: Path
@@ -66,6 +106,8 @@ def upstream(tmp_path: Path) -> Upstream:
     write(repo / "python/tvm/__init__.py", "")
     write(repo / "src/op.cc", "int op() { return 1; }\n")
     write(repo / "tests/python/test_op.py", "def test_op():\n    pass\n")
+    write(repo / "pyproject.toml", FAKE_PYPROJECT)
+    write(repo / "CMakeLists.txt", FAKE_CMAKELISTS)
     git(repo, "init", "-q", "-b", "main", ".")
     git(repo, "submodule", "add", "-q", str(ffi), "3rdparty/tvm-ffi")
     git(repo, "add", "-A")

@@ -7,10 +7,6 @@ out like the source tree, so the patches themselves are never rewritten.
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
-import io
 import re
 import tempfile
 import zipfile
@@ -23,7 +19,7 @@ from tvmfork import manifest, proc
 from tvmfork.errors import PatchError, UsageError
 from tvmfork.lock import Lock
 from tvmfork.series import SHIPPED_PREFIX, Patch, Series
-from tvmfork.wheel import zipraw
+from tvmfork.wheel import repack
 
 WHEEL_PREFIX = "tvm/"
 
@@ -80,24 +76,6 @@ def local_version(base: str, series: Series, python_only_cut: bool) -> str:
     return f"{base}+fork.{series.digest[:10]}" + (".py" if python_only_cut else "")
 
 
-def _record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"sha256={digest}"
-
-
-def _rewrite_metadata(text: str, version: str, ffi_req: str) -> str:
-    text = re.sub(r"(?m)^Version: .*$", f"Version: {version}", text, count=1)
-    text, n = re.subn(
-        r"(?m)^Requires-Dist: apache-tvm-ffi\b.*$",
-        f"Requires-Dist: apache-tvm-ffi{ffi_req}",
-        text,
-        count=1,
-    )
-    if n != 1:
-        raise PatchError("the stock wheel's METADATA has no apache-tvm-ffi requirement to bound")
-    return text
-
-
 def _rewrite_version_py(text: str, version: str) -> str:
     return re.sub(
         r"(?m)^__version__ = version = .*$", f"__version__ = version = {version!r}", text, count=1
@@ -124,18 +102,13 @@ def build(
         )
     included = only if only is not None else [p for p in series.patches if not p.native]
     left_out = [p for p in series.patches if p not in included]
-    dist, base_version, _, _ = parse_wheel_filename(stock_path.name)
+    _, base_version, _, _ = parse_wheel_filename(stock_path.name)
     version = local_version(str(base_version), series, python_only_cut=bool(left_out))
-    project = str(dist).replace("-", "_")
-    old_info = f"{project}-{base_version}.dist-info/"
-    new_info = f"{project}-{version}.dist-info/"
-    tag_part = stock_path.name.split("-", 2)[2]  # "py3-none-<platform>.whl"
-    out_path = out_dir / f"{project}-{version}-{tag_part}"
+    out_path = out_dir / repack.out_name(stock_path, version)
+    meta = repack.dist_info(stock_path) + "METADATA"
 
     with zipfile.ZipFile(stock_path) as stock:
         changed = patched_files(stock, included)
-        infos = stock.infolist()
-        stamp = max(i.date_time for i in infos)
         man = manifest.build(
             lock,
             series,
@@ -151,70 +124,13 @@ def build(
             changed[version_py] = _rewrite_version_py(
                 stock.read(version_py).decode(), version
             ).encode()
-        meta = old_info + "METADATA"
-        changed[meta] = _rewrite_metadata(
+        changed[meta] = repack.rewrite_metadata(
             stock.read(meta).decode(), version, lock.tvm_ffi_requirement
         ).encode()
-
-        members: list[zipraw.Member] = []
-        records: dict[str, str] = {}
-        old_record = stock.read(old_info + "RECORD").decode()
-        for row in csv.reader(io.StringIO(old_record)):
-            if row:
-                records[row[0]] = ",".join(row)
-        seen = set()
-        for info in infos:
-            name = info.filename
-            if name == old_info + "RECORD":
-                continue
-            seen.add(name)
-            new_name = new_info + name[len(old_info) :] if name.startswith(old_info) else name
-            if name in changed:
-                data = changed[name]
-                if data is None:
-                    records.pop(name, None)
-                    continue
-                members.append(zipraw.new_member(new_name, data, stamp))
-                records.pop(name, None)
-                records[new_name] = f"{new_name},{_record_hash(data)},{len(data)}"
-            else:
-                members.append(zipraw.raw_member(stock, info))
-                members[-1] = _renamed(members[-1], new_name)
-                if name in records and new_name != name:
-                    records[new_name] = new_name + records.pop(name)[len(name) :]
-        for name in sorted(set(changed) - seen):
-            data = changed[name]
-            if data is None:
-                continue
-            members.append(zipraw.new_member(name, data, stamp))
-            records[name] = f"{name},{_record_hash(data)},{len(data)}"
-        record_name = new_info + "RECORD"
-        records.pop(old_info + "RECORD", None)
-        lines = [v for k, v in records.items() if not k.endswith("/")]
-        lines.append(f"{record_name},,")
-        members.append(zipraw.new_member(record_name, ("\n".join(lines) + "\n").encode(), stamp))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_suffix(".whl.part")
-    zipraw.write(tmp, members)
-    tmp.replace(out_path)
+    repack.repack(stock_path, out_path, changed, version)
     return OverlayResult(
         path=out_path,
         version=version,
         included=[p.name for p in included],
         left_out=[p.name for p in left_out],
-    )
-
-
-def _renamed(m: zipraw.Member, name: str) -> zipraw.Member:
-    if m.name == name:
-        return m
-    return zipraw.Member(
-        name,
-        m.date_time,
-        m.external_attr,
-        m.compress_type,
-        m.crc,
-        m.size,
-        m.payload,
-        m.create_system,
     )

