@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -560,6 +562,12 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv) or bool(
         os.environ.get("TVMFORK_DEBUG")
     )
+
+    def terminated(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # unwinds like Ctrl-C: builds stop their process group
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminated) if main_thread else None
     try:
         return main_inner(argv)
     except TvmforkError as exc:
@@ -570,3 +578,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tvmfork: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)

@@ -3,8 +3,10 @@ output tail."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import sys
 from collections import deque
@@ -95,6 +97,7 @@ def stream(
                 text=True,
                 errors="replace",
                 bufsize=1,
+                start_new_session=True,  # its own process group: stopped as a whole
             )
         except FileNotFoundError as exc:
             raise ProcessError(f"command not found: {cmd[0]} (needed for: {_fmt(cmd)})") from exc
@@ -105,8 +108,9 @@ def stream(
                 tail.append(line.rstrip("\n"))
                 on_line(line.rstrip("\n"))
             code = child.wait()
-        except BaseException:
-            child.kill()
+        except BaseException:  # Ctrl-C, SIGTERM (see cli.main): stop the whole build
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             raise
     if code != 0:

@@ -238,6 +238,11 @@ class SourceBuild:
 
     def wheel(self, py: Path, env: dict[str, str], version: str) -> Path:
         defines = variants.fill(self.variant.cmake, self.values)
+        # TVM bakes its version into a global compile definition; left to scikit-build-core it
+        # would be the local version, which changes with every patch, so every object would
+        # recompile after any change to the series. The C++ side keeps the pin's version (as
+        # in the stock wheel); the Python package carries the local one.
+        defines.setdefault("TVM_VERSION", self.lock.version)
         z3 = _z3_decision(defines, py)
         if z3:
             self.notes.append(z3)

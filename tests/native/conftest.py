@@ -1,0 +1,70 @@
+"""The native lane: a source-built fork wheel and the build tree it came from.
+
+Opt-in (`make test-native`): it needs `tvmfork checkout` and `make wheel MODE=source`
+(most of an hour cold). Whatever is missing turns into a skip that says what to run; a
+wheel built from another series than patches/ is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tvmfork import lock as lockmod
+from tvmfork import series as seriesmod
+from tvmfork import settings as settingsmod
+from tvmfork.wheel import source
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Native:
+    settings: settingsmod.Settings
+    lock: lockmod.Lock
+    series: seriesmod.Series
+    variant: str
+    checkout: Path
+    build_dir: Path
+    wheel: Path
+
+
+@pytest.fixture(autouse=True)
+def _mark_native(request: pytest.FixtureRequest) -> None:
+    request.node.add_marker(pytest.mark.native)
+
+
+@pytest.fixture(scope="session")
+def native() -> Native:
+    settings = settingsmod.load(REPO)
+    variant = os.environ.get("TVMFORK_NATIVE_VARIANT", settings.wheel.variant)
+    lock = lockmod.load(REPO / "patches" / "lock.toml")
+    series = seriesmod.load(REPO / "patches")
+    checkout = settings.resolved_checkout()
+    if not (checkout / ".git").exists():
+        pytest.skip(f"native lane: no TVM checkout at {checkout} (run `tvmfork checkout`)")
+    build_dir = settings.build.build_dir or checkout / "build" / f"tvmfork-{variant}"
+    version = source.local_version(lock, series, variant)
+    wheels = sorted(settings.out_dir.glob(f"apache_tvm-{version}-*.whl"))
+    if not wheels:
+        others = sorted(p.name for p in settings.out_dir.glob(f"apache_tvm-*.{variant}-*.whl"))
+        hint = f" (found only other series' wheels: {others})" if others else ""
+        pytest.skip(
+            f"native lane: no source-built {variant} wheel {version} in {settings.out_dir}"
+            f"{hint}; run `make wheel MODE=source VARIANT={variant}`"
+        )
+    return Native(settings, lock, series, variant, checkout, build_dir, wheels[-1])
+
+
+def cmake_program(native: Native) -> str:
+    """cmake >= 3.26: the source build's own (in its build venv) or one on PATH."""
+    for cand in sorted(native.settings.cache_dir.glob("venvs/buildenv-*/bin/cmake")):
+        return str(cand)
+    found = shutil.which("cmake")
+    if not found:
+        pytest.skip("native lane: no cmake (make wheel MODE=source installs one)")
+    return found
