@@ -226,7 +226,7 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
     With --against, the stock side is that release from PyPI and the fork side is an overlay
     of its wheel with the Python patches that still apply to it.
     """
-    from tvmfork import stock, venvs
+    from tvmfork import manifest, stock, venvs
 
     a = ctx.args
     s = ctx.settings
@@ -249,7 +249,7 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
         stock_path, stock_wf = stock.fetch(lock, s.cache_dir, s.wheel.stock_wheel)
         if a.wheel:
             fork_wheel = Path(a.wheel).resolve()
-            included = {p.name for p in series.patches if not p.native}
+            included = manifest.included_in(fork_wheel)  # a source wheel carries native ones
         else:
             res = build_overlay(ctx, python_only=True)
             fork_wheel, included = res.path, set(res.included)
@@ -334,6 +334,10 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
             "`tvmfork apply` (or `tvmfork export` if the checkout is newer)"
         )
     files = upstream_tests.test_files(series, ctx.args.patches or None)
+    for extra in ctx.args.also:
+        if not (checkout / extra).exists():
+            raise UsageError(f"--also {extra}: no such file or folder in {checkout}")
+        files.append(extra)
     if not files:
         print("the series touches no upstream test files")
         return 0
@@ -349,8 +353,9 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
     print(upstream_tests.summary(result))
     if not after:
         raise VerifyError("the fork side produced no test results")
-    if result.regressions:
-        raise VerifyError(f"{len(result.regressions)} upstream test(s) regress on the fork")
+    bad = result.regressions + result.new_failing
+    if bad:
+        raise VerifyError(f"{len(bad)} upstream test(s) fail on the fork and not on stock")
     return 0
 
 
@@ -492,6 +497,13 @@ def parser() -> argparse.ArgumentParser:
     )
     with_checkout(u)
     with_test_sides(u, "only the test files of these patches")
+    u.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="more test files or folders of the checkout to run (tests/python/s_tir/dlight)",
+    )
 
     st = sub.add_parser("stage", help="one patch as a ready upstream pull request (no push)")
     with_checkout(st)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import zipfile
+from pathlib import Path
 from typing import Any
 
+from tvmfork.errors import UsageError
 from tvmfork.lock import Lock
 from tvmfork.series import Series
 
@@ -47,3 +50,20 @@ def build(
 
 def dumps(manifest: dict[str, Any]) -> bytes:
     return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+
+
+def from_wheel(wheel: Path) -> dict[str, Any] | None:
+    """The manifest inside a wheel file, or None for a wheel without one (stock)."""
+    with zipfile.ZipFile(wheel) as zf:
+        if MANIFEST_PATH not in zf.namelist():
+            return None
+        data: dict[str, Any] = json.loads(zf.read(MANIFEST_PATH))
+        return data
+
+
+def included_in(wheel: Path) -> set[str]:
+    """The patches a fork wheel says it carries; an error for a wheel without a manifest."""
+    man = from_wheel(wheel)
+    if man is None:
+        raise UsageError(f"{wheel.name} has no {MANIFEST_PATH}: not a tvmfork wheel")
+    return {p["name"] for p in man.get("patches", []) if p.get("included")}

@@ -42,6 +42,9 @@ def run_side(python: Path, checkout: Path, files: list[str]) -> dict[str, str]:
                 "-p",
                 "no:cacheprovider",
                 f"--junitxml={report}",
+                # a file that cannot import on one side (it tests a new API) must not stop
+                # the others from running there
+                "--continue-on-collection-errors",
                 *files,
             ],
             cwd=checkout,
@@ -70,22 +73,29 @@ class Comparison:
     regressions: list[str] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
     broken_on_both: list[str] = field(default_factory=list)
+    new_failing: list[str] = field(default_factory=list)
+    """Fail on the fork and did not run on stock: the series' own tests, broken."""
 
     def count(self, side: dict[str, str], outcome: str) -> int:
         return sum(1 for v in side.values() if v == outcome)
 
 
 def compare(stock: dict[str, str], fork: dict[str, str]) -> Comparison:
+    """Sort the fork's outcomes against stock's. A test that passed on stock and did not run
+    on the fork counts as a regression; one that stock could not even collect (a test of a
+    new API) and that fails on the fork is a failure of the series' own tests."""
     c = Comparison(stock, fork)
     for test_id, outcome in sorted(fork.items()):
         before = stock.get(test_id)
         if outcome == "failed" and before == "passed":
             c.regressions.append(test_id)
+        elif outcome == "failed" and before is None:
+            c.new_failing.append(test_id)
         elif outcome == "failed":
             c.broken_on_both.append(test_id)
-        elif outcome == "passed" and before == "failed":
+        elif outcome == "passed" and before in ("failed", None):
             c.fixed.append(test_id)
-    missing = [t for t in stock if t not in fork]
+    missing = [t for t, o in stock.items() if t not in fork and o == "passed"]
     c.regressions += [f"{t} (not run on the fork)" for t in missing]
     return c
 
@@ -97,9 +107,11 @@ def summary(c: Comparison) -> str:
             f"  {label:5}: {c.count(side, 'passed')} passed, "
             f"{c.count(side, 'failed')} failed, {c.count(side, 'skipped')} skipped"
         )
-    lines.append(f"  fixed by the series (fail on stock, pass on the fork): {len(c.fixed)}")
+    lines.append(f"  fixed or added by the series (pass on the fork, not on stock): {len(c.fixed)}")
     lines.append(f"  failing on both (upstream's, at the pin): {len(c.broken_on_both)}")
     lines += [f"    {t}" for t in c.broken_on_both]
+    lines.append(f"  FAILING, new with the series (not run on stock): {len(c.new_failing)}")
+    lines += [f"    {t}" for t in c.new_failing]
     lines.append(f"  REGRESSIONS (pass on stock, fail on the fork): {len(c.regressions)}")
     lines += [f"    {t}" for t in c.regressions]
     return "\n".join(lines)

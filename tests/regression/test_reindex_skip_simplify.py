@@ -76,7 +76,13 @@ elif what in ("cuda", "run"):
         mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
                                       dl.gpu.GeneralReduction(), dl.gpu.Fallback())(mod)
     ex = tvm.compile(mod, target=target)
-    src = ex.mod.imports[0].inspect_source() if ex.mod.imports else ""
+
+    def modules(m):
+        yield m
+        for sub in m.imports:
+            yield from modules(sub)
+
+    src = "".join(m.inspect_source() for m in modules(ex.mod) if m.kind == "cuda")
     print("kernels:", src.count("__global__"))
     if what == "run":
         import torch

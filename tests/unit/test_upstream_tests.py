@@ -22,6 +22,21 @@ def test_compare_blames_only_real_regressions() -> None:
     assert "REGRESSIONS (pass on stock, fail on the fork): 2" in upstream_tests.summary(c)
 
 
+def test_compare_new_tests_and_files_stock_cannot_collect() -> None:
+    """A test of a new API: stock cannot import its file (a module-level error entry)."""
+    stock = {"::tests.test_new": "failed", "tests.test_old::t": "passed"}
+    fork = {
+        "tests.test_new::t1": "passed",
+        "tests.test_new::t2": "failed",
+        "tests.test_old::t": "passed",
+    }
+    c = upstream_tests.compare(stock, fork)
+    assert c.regressions == []  # the stock-side collection error is not a fork test
+    assert c.fixed == ["tests.test_new::t1"]
+    assert c.new_failing == ["tests.test_new::t2"]
+    assert "FAILING, new with the series (not run on stock): 1" in upstream_tests.summary(c)
+
+
 def test_test_files_come_from_the_patches(fork: Fork) -> None:
     fork.commit_change(PY_FILE, "return x + 3", "return x - 3", "[Relax] Fix op3")
     fork.commit_change("tests/python/test_op.py", "", "def test_more():\n    pass\n", "[T] More")
