@@ -116,6 +116,20 @@ def test_a_second_build_in_the_same_folder_is_refused(tmp_path: Path) -> None:
         pass
 
 
+def test_changed_build_settings_reset_the_cmake_cache(tmp_path: Path) -> None:
+    tree = tmp_path / "b"
+    tree.mkdir()
+    defines = {"USE_LLVM": "llvm-config", "ZLIB_USE_STATIC_LIBS": "ON"}
+    assert source.changed_defines(tree, defines) == []  # never configured: nothing to reset
+    write(tree / "CMakeCache.txt", "ZLIB_LIBRARY_RELEASE:FILEPATH=/usr/lib/libz.so\n")
+    assert source.changed_defines(tree, defines) == ["(no record of the last configure)"]
+    source.record_defines(tree, defines)
+    assert source.changed_defines(tree, defines) == []
+    changed = {**defines, "ZLIB_USE_STATIC_LIBS": "OFF", "USE_CUDA": "ON"}
+    assert source.changed_defines(tree, changed) == ["USE_CUDA", "ZLIB_USE_STATIC_LIBS"]
+    assert source.changed_defines(tree, {"USE_LLVM": "llvm-config"}) == ["ZLIB_USE_STATIC_LIBS"]
+
+
 def test_progress_reports_steps_and_an_estimate(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

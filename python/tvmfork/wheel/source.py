@@ -12,6 +12,7 @@ clean venv.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -76,6 +77,27 @@ def build_lock(build_dir: Path) -> Iterator[None]:
             fh.seek(0)
             fh.truncate()
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+DEFINES_RECORD = "tvmfork-defines.json"
+
+
+def changed_defines(tree: Path, defines: dict[str, str]) -> list[str]:
+    """The defines that differ from those `tree` was last configured with.
+
+    A tree configured without a record (by hand, or by an older tvmfork) counts as changed.
+    """
+    if not (tree / "CMakeCache.txt").is_file():
+        return []
+    try:
+        before = json.loads((tree / DEFINES_RECORD).read_text())
+    except (OSError, ValueError):
+        return ["(no record of the last configure)"]
+    return sorted(k for k in {*before, *defines} if before.get(k) != defines.get(k))
+
+
+def record_defines(tree: Path, defines: dict[str, str]) -> None:
+    (tree / DEFINES_RECORD).write_text(json.dumps(defines, indent=1, sort_keys=True) + "\n")
 
 
 def build_requirements(checkout: Path) -> list[str]:
@@ -202,6 +224,22 @@ class SourceBuild:
         return out
 
     # -- the steps -----------------------------------------------------------------------
+    def reset_cache_if_changed(self, tree: Path, defines: dict[str, str]) -> None:
+        """Make changed build settings take effect in a reused build folder.
+
+        CMake keeps what it found (ZLIB_LIBRARY, LLVM's paths, ...) in CMakeCache.txt, so a
+        changed define such as ZLIB_USE_STATIC_LIBS would silently keep the old result. The
+        cache is reset; the objects stay, so only what the new settings change recompiles.
+        """
+        changed = changed_defines(tree, defines)
+        cache = tree / "CMakeCache.txt"
+        if changed and cache.is_file():
+            cache.unlink()
+            self.notes.append(
+                f"build settings changed since {tree} was configured ({', '.join(changed)}): "
+                "reset its CMake cache, kept its objects"
+            )
+
     def run_step(self, title: str, cmd: list[str | Path], env: dict[str, str]) -> None:
         progress = ui.Progress(title)
         start = time.monotonic()
@@ -227,7 +265,9 @@ class SourceBuild:
         defines = {**variants.fill(sc.cmake, values), **self.launchers(cuda=True)}
         cmd: list[str | Path] = [bin_dir / "cmake", "-S", self.checkout, "-B", tree, "-G", "Ninja"]
         cmd += [f"-D{k}={v}" for k, v in defines.items()]
+        self.reset_cache_if_changed(tree, defines)
         self.run_step("configure the CUDA sidecar", cmd, env)
+        record_defines(tree, defines)
         build: list[str | Path] = [bin_dir / "cmake", "--build", tree, "-j", self.jobs, "--target"]
         self.run_step("build the CUDA sidecar", [*build, *sc.targets], env)
         lib = tree / sc.library
@@ -255,7 +295,9 @@ class SourceBuild:
             "--disable-pip-version-check", "-v", "-w", tmp, "-C", f"build-dir={self.build_dir}",
         ]  # fmt: skip
         cmd += [f"-Ccmake.define.{k}={v}" for k, v in defines.items()]
+        self.reset_cache_if_changed(self.build_dir, defines)
         self.run_step("build the wheel (scikit-build-core, CMake + Ninja)", cmd, env)
+        record_defines(self.build_dir, defines)
         built = sorted(tmp.glob("*.whl"))
         if len(built) != 1:
             raise SourceError(f"expected one wheel in {tmp}, found {[p.name for p in built]}")
