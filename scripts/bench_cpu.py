@@ -1,0 +1,194 @@
+"""Benchmark (not a test): untuned CPU builds of conv models, fork vs stock TVM vs PyTorch eager.
+
+One run measures every model on PyTorch eager and on each TVM given (`tvm.compile(mod,
+target=...)` with the default pipeline, no tuning), checks TVM's output against PyTorch's, and
+prints medians and ratios. Each TVM runs in its own interpreter (a venv with that wheel and
+torch==2.13.0), so the stock wheel and the fork wheel are measured side by side:
+
+    python scripts/bench_cpu.py --tvm stock=STOCK_VENV/bin/python --tvm fork=FORK_VENV/bin/python
+
+Models: the DCGAN-64 generator (batch 8), the same generator after ConvertLayout to NHWC, two
+3x3 convs (8, 64, 32, 32), and a grouped, dilated decoder of transposed convs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+MODELS = ("dcgan", "dcgan-nhwc", "conv3x3", "decoder")
+
+
+class Generator(torch.nn.Module):
+    """DCGAN generator: z (N, 100, 1, 1) -> (N, 3, 32, 32)."""
+
+    def __init__(self, z: int = 100) -> None:
+        super().__init__()
+        layers: list[torch.nn.Module] = []
+        for cin, cout, stride, pad in ((z, 256, 1, 0), (256, 128, 2, 1), (128, 64, 2, 1)):
+            layers += [
+                torch.nn.ConvTranspose2d(cin, cout, 4, stride, pad, bias=False),
+                torch.nn.BatchNorm2d(cout),
+                torch.nn.ReLU(),
+            ]
+        layers += [torch.nn.ConvTranspose2d(64, 3, 4, 2, 1, bias=False), torch.nn.Tanh()]
+        self.net = torch.nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class Convs(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(64, 128, 3, padding=1)
+        self.b = torch.nn.Conv2d(128, 64, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+
+class Decoder(torch.nn.Module):
+    """Grouped and dilated transposed convs: (N, 64, 8, 8) -> (N, 16, 31, 31)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.ConvTranspose2d(64, 64, 3, 2, 1, output_padding=1, groups=4)
+        self.b = torch.nn.ConvTranspose2d(64, 32, 3, 2, 2, dilation=2, groups=2)
+        self.c = torch.nn.ConvTranspose2d(32, 16, 3, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def model_and_input(name: str) -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    if name.startswith("dcgan"):
+        model, x = Generator(), torch.randn(8, 100, 1, 1)
+    elif name == "conv3x3":
+        model, x = Convs(), torch.randn(8, 64, 32, 32)
+    elif name == "decoder":
+        model, x = Decoder(), torch.randn(8, 64, 8, 8)
+    else:
+        raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    for m in model.modules():  # non-trivial batch-norm statistics
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+    return model.eval(), x
+
+
+def median_seconds(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm up
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def tvm_worker(names: list[str], repeat: int, target: str) -> dict[str, object]:
+    """Compile and time each model on the TVM of this interpreter; outputs vs PyTorch."""
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.torch import from_exported_program
+
+    results: dict[str, object] = {"tvm": tvm.__version__}
+    threads = tvm.get_global_func("runtime.NumThreads", allow_missing=True)
+    results["threads"] = threads() if threads else os.cpu_count()
+    for name in names:
+        model, x = model_and_input(name)
+        with torch.no_grad():
+            expected = model(x).numpy()
+            program = torch.export.export(model, (x,))
+        mod = from_exported_program(program, keep_params_as_input=False)
+        if name.endswith("-nhwc"):
+            desired = {"relax.nn.conv2d_transpose": ["NHWC", "OHWI"]}
+            mod = relax.transform.ConvertLayout(desired)(mod)
+        try:
+            start = time.perf_counter()
+            exe = tvm.compile(mod, target=target)
+            compile_s = time.perf_counter() - start
+            vm = relax.VirtualMachine(exe, tvm.cpu())
+            x_tvm = tvm.runtime.tensor(x.numpy())
+            out = vm["main"](x_tvm)
+            out = out if isinstance(out, tvm.runtime.Tensor) else out[0]
+            err = float(np.max(np.abs(out.numpy() - expected)))
+            seconds = median_seconds(lambda vm=vm, x_tvm=x_tvm: vm["main"](x_tvm), repeat)
+            results[name] = {"seconds": seconds, "compile_s": compile_s, "max_abs_err": err}
+        except Exception as e:  # noqa: BLE001  # a failure is a result: report it, go on
+            results[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--tvm", action="append", default=[], metavar="LABEL=PYTHON",
+        help="an interpreter whose TVM to measure (repeatable)",
+    )  # fmt: skip
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2, help="PyTorch threads (default 2)")
+    ap.add_argument("--target", default="llvm")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        print(json.dumps(tvm_worker(a.models, a.repeat, a.target)))
+        return
+    if not a.tvm:
+        ap.error("give at least one --tvm LABEL=PYTHON")
+
+    torch.set_num_threads(a.threads)
+    rows: dict[str, dict[str, object]] = {}
+    for name in a.models:
+        model, x = model_and_input(name)
+        with torch.no_grad():
+            rows[name] = {"torch": median_seconds(lambda m=model, x=x: m(x), a.repeat)}
+    labels = []
+    for spec in a.tvm:
+        label, _, python = spec.partition("=")
+        labels.append(label)
+        cmd = [python, __file__, "--worker", "--repeat", str(a.repeat), "--target", a.target]
+        r = subprocess.run([*cmd, "--models", *a.models], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"{label} ({python}) failed:\n{r.stderr[-3000:]}")
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        print(f"{label}: TVM {res['tvm']}, {res['threads']} TVM threads ({python})")
+        for name in a.models:
+            rows[name][label] = res[name]
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median of {a.repeat}")
+    head = f"{'model':12} {'torch ms':>9}"
+    for label in labels:
+        head += f" {label + ' ms':>12} {label + '/torch':>12} {'err':>8}"
+    print(head)
+    for name, row in rows.items():
+        line = f"{name:12} {row['torch'] * 1e3:9.2f}"
+        for label in labels:
+            r = row[label]
+            if "error" in r:
+                line += f"  {label}: {r['error']}"
+                continue
+            ratio = r["seconds"] / row["torch"]
+            line += f" {r['seconds'] * 1e3:12.2f} {ratio:11.1f}x {r['max_abs_err']:8.1e}"
+        print(line)
+    if "dcgan" in rows and "dcgan-nhwc" in rows:
+        for label in labels:
+            nchw, nhwc = rows["dcgan"][label], rows["dcgan-nhwc"][label]
+            if "seconds" in nchw and "seconds" in nhwc:
+                print(f"{label}: dcgan NHWC / NCHW = {nhwc['seconds'] / nchw['seconds']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Patch: untuned CPU builds are scheduled (performance issue: a GAN 161x slower than PyTorch).
+
+On stock 0.26.0, `tvm.compile(mod, target="llvm")` leaves every legalized PrimFunc as serial
+scalar loops. On the fork the default pipeline gives conv, conv transpose and dense
+PrimFuncs parallel outer loops and a vectorized register tile, and the results still match
+PyTorch. Speed is measured by scripts/bench_cpu.py, not here: this test checks the structure
+the speed comes from, and the numerics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import tvm
+from tvm import relax, tirx
+from tvm.relax.frontend.torch import from_exported_program
+
+
+class Generator(torch.nn.Module):
+    """A small DCGAN generator: every layer a transposed conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.ConvTranspose2d(32, 64, 4, 1, 0, bias=False),
+            torch.nn.BatchNorm2d(64),
+            torch.nn.ReLU(),
+            torch.nn.ConvTranspose2d(64, 32, 4, 2, 1, bias=False),
+            torch.nn.BatchNorm2d(32),
+            torch.nn.ReLU(),
+            torch.nn.ConvTranspose2d(32, 3, 4, 2, 1, bias=False),
+            torch.nn.Tanh(),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class Convs(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(16, 32, 3, padding=1)
+        self.b = torch.nn.Conv2d(32, 16, 3, padding=1)
+        self.fc = torch.nn.Linear(16 * 16 * 16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.b(torch.relu(self.a(x)))
+        return self.fc(y.flatten(1))
+
+
+MODELS = {
+    "dcgan": (Generator, (4, 32, 1, 1)),
+    "convs_dense": (Convs, (4, 16, 16, 16)),
+}
+
+
+def _import(name: str) -> tuple[torch.nn.Module, torch.Tensor, tvm.IRModule]:
+    torch.manual_seed(0)
+    cls, shape = MODELS[name]
+    model, x = cls().eval(), torch.randn(*shape)
+    with torch.no_grad():
+        program = torch.export.export(model, (x,))
+    return model, x, from_exported_program(program, keep_params_as_input=False)
+
+
+def _contractions(mod: tvm.IRModule) -> dict[str, list[tirx.ForKind]]:
+    """For each PrimFunc with a reduction block: the kinds of its loops."""
+    out = {}
+    for gv, func in mod.functions_items():
+        if not isinstance(func, tirx.PrimFunc):
+            continue
+        kinds, reduces = [], []
+
+        def visit(node, kinds=kinds, reduces=reduces) -> None:
+            if isinstance(node, tirx.For):
+                kinds.append(node.kind)
+            elif isinstance(node, tirx.SBlock):
+                reduces.extend(int(iv.iter_type) == 2 for iv in node.iter_vars)
+
+        tirx.stmt_functor.post_order_visit(func.body, visit)
+        if any(reduces):
+            out[gv.name_hint] = kinds
+    return out
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_default_llvm_pipeline_parallelizes_and_vectorizes(name: str) -> None:
+    _, _, mod = _import(name)
+    target = tvm.target.Target("llvm")
+    with target:
+        lowered = relax.get_pipeline("default")(mod)
+    funcs = _contractions(lowered)
+    assert funcs, "no conv/dense PrimFunc found"
+    serial = [f for f, kinds in funcs.items() if tirx.ForKind.VECTORIZED not in kinds]
+    assert not serial, f"left as serial scalar loops by the default llvm pipeline: {serial}"
+    big = [f for f, kinds in funcs.items() if tirx.ForKind.PARALLEL in kinds]
+    assert big, f"no contraction runs in parallel: {sorted(funcs)}"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_results_match_pytorch(name: str) -> None:
+    model, x, mod = _import(name)
+    with torch.no_grad():
+        expected = model(x).numpy()
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    out = vm["main"](tvm.runtime.tensor(x.numpy()))
+    out = out if isinstance(out, tvm.runtime.Tensor) else out[0]
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
