@@ -2,10 +2,15 @@
 
 One run measures every model on PyTorch eager and on each TVM given (`tvm.compile(mod,
 target=...)` with the default pipeline, no tuning), checks TVM's output against PyTorch's, and
-prints medians and ratios. Each TVM runs in its own interpreter (a venv with that wheel and
+prints medians and ratios, with the thread counts each used. Each TVM runs in its own interpreter (a venv with that wheel and
 torch==2.13.0), so the stock wheel and the fork wheel are measured side by side:
 
     python scripts/bench_cpu.py --tvm stock=STOCK_VENV/bin/python --tvm fork=FORK_VENV/bin/python
+    ... --tvm-threads 2 --target host      # as many threads as PyTorch; the host's ISA
+
+TVM picks its own thread count (on x86 it assumes SMT and takes half the logical CPUs), and
+target "llvm" compiles for the baseline ISA (SSE2 on x86-64) while PyTorch dispatches to the
+host's widest vectors at run time: both are printed, and both can be set.
 
 Models: the DCGAN-64 generator (batch 8), the same generator after ConvertLayout to NHWC, two
 3x3 convs (8, 64, 32, 32), and a grouped, dilated decoder of transposed convs.
@@ -103,7 +108,11 @@ def tvm_worker(names: list[str], repeat: int, target: str) -> dict[str, object]:
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program
 
-    results: dict[str, object] = {"tvm": tvm.__version__}
+    if target == "host":  # the host CPU's features, where "llvm" alone is the baseline ISA
+        from tvm.target.codegen import llvm_get_system_cpu
+
+        target = tvm.target.Target({"kind": "llvm", "mcpu": llvm_get_system_cpu()})
+    results: dict[str, object] = {"tvm": tvm.__version__, "target": str(target)}
     threads = tvm.get_global_func("runtime.NumThreads", allow_missing=True)
     results["threads"] = threads() if threads else os.cpu_count()
     for name in names:
@@ -140,7 +149,10 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2, help="PyTorch threads (default 2)")
-    ap.add_argument("--target", default="llvm")
+    ap.add_argument("--target", default="llvm", help='"llvm" (baseline ISA) or "host"')
+    ap.add_argument(
+        "--tvm-threads", type=int, help="TVM_NUM_THREADS for TVM (default: TVM's own choice)"
+    )
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
@@ -160,11 +172,14 @@ def main() -> None:
         label, _, python = spec.partition("=")
         labels.append(label)
         cmd = [python, __file__, "--worker", "--repeat", str(a.repeat), "--target", a.target]
-        r = subprocess.run([*cmd, "--models", *a.models], capture_output=True, text=True)
+        env = dict(os.environ)
+        if a.tvm_threads:
+            env["TVM_NUM_THREADS"] = str(a.tvm_threads)
+        r = subprocess.run([*cmd, "--models", *a.models], capture_output=True, text=True, env=env)
         if r.returncode != 0:
             sys.exit(f"{label} ({python}) failed:\n{r.stderr[-3000:]}")
         res = json.loads(r.stdout.strip().splitlines()[-1])
-        print(f"{label}: TVM {res['tvm']}, {res['threads']} TVM threads ({python})")
+        print(f"{label}: TVM {res['tvm']}, target {res['target']}, {res['threads']} TVM threads")
         for name in a.models:
             rows[name][label] = res[name]
 
