@@ -30,40 +30,50 @@ def test_files(series: Series, only: list[str] | None = None) -> list[str]:
 
 
 def run_side(python: Path, checkout: Path, files: list[str]) -> dict[str, str]:
-    """Test id -> passed | failed | skipped, from pytest's JUnit XML."""
+    """Test id -> passed | failed | skipped, from pytest's JUnit XML.
+
+    Each file runs in its own pytest process, as upstream's CI runs them: a test that leaves
+    global state behind (a target scope, a registered function) must not fail the next file.
+    """
+    outcomes: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="tvmfork-upstream-") as tmp:
-        report = Path(tmp) / "junit.xml"
-        proc.run(
-            [
-                python,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                f"--junitxml={report}",
-                # a file that cannot import on one side (it tests a new API) must not stop
-                # the others from running there
-                "--continue-on-collection-errors",
-                *files,
-            ],
-            cwd=checkout,
-            check=False,
-            env={"PYTHONDONTWRITEBYTECODE": "1"},
-        )
-        if not report.is_file():
-            return {}
-        outcomes: dict[str, str] = {}
-        for case in ET.parse(report).getroot().iter("testcase"):
-            test_id = f"{case.get('classname')}::{case.get('name')}"
-            kinds = {child.tag for child in case}
-            if kinds & {"failure", "error"}:
-                outcomes[test_id] = "failed"
-            elif "skipped" in kinds:
-                outcomes[test_id] = "skipped"
-            else:
-                outcomes[test_id] = "passed"
-        return outcomes
+        for i, test_file in enumerate(files):
+            report = Path(tmp) / f"junit-{i}.xml"
+            proc.run(
+                [
+                    python,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    f"--junitxml={report}",
+                    # a file that cannot import on one side (it tests a new API) must not
+                    # stop the others from running there
+                    "--continue-on-collection-errors",
+                    test_file,
+                ],
+                cwd=checkout,
+                check=False,
+                env={"PYTHONDONTWRITEBYTECODE": "1"},
+            )
+            if report.is_file():
+                outcomes.update(_outcomes(report))
+    return outcomes
+
+
+def _outcomes(report: Path) -> dict[str, str]:
+    outcomes: dict[str, str] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        test_id = f"{case.get('classname')}::{case.get('name')}"
+        kinds = {child.tag for child in case}
+        if kinds & {"failure", "error"}:
+            outcomes[test_id] = "failed"
+        elif "skipped" in kinds:
+            outcomes[test_id] = "skipped"
+        else:
+            outcomes[test_id] = "passed"
+    return outcomes
 
 
 @dataclass
