@@ -2,8 +2,9 @@
 
 One run measures every model on PyTorch eager and on each TVM given (`tvm.compile(mod,
 target=...)` with the default pipeline, no tuning), checks TVM's output against PyTorch's, and
-prints medians and ratios, with the thread counts each used. Each TVM runs in its own interpreter (a venv with that wheel and
-torch==2.13.0), so the stock wheel and the fork wheel are measured side by side:
+prints medians and ratios, with the thread counts each used. Each TVM runs in its own
+interpreter (a venv with that wheel and torch==2.13.0), so the stock wheel and the fork wheel
+are measured side by side:
 
     python scripts/bench_cpu.py --tvm stock=STOCK_VENV/bin/python --tvm fork=FORK_VENV/bin/python
     ... --tvm-threads 2 --target host      # as many threads as PyTorch; the host's ISA
