@@ -34,9 +34,11 @@ from tvmfork import settings as settingsmod
 REPO = Path(__file__).resolve().parents[1]
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
+def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> float:
     start = time.monotonic()
-    r = subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    r = subprocess.run(
+        cmd, env={**os.environ, **(env or {})}, cwd=cwd, capture_output=True, text=True
+    )
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{(r.stdout + r.stderr)[-3000:]}")
     return time.monotonic() - start
@@ -94,17 +96,8 @@ def ccache_cost(ninja: Path, build: Path, n: int) -> tuple[float, float]:
                 if flag in argv:
                     del argv[argv.index(flag) : argv.index(flag) + 2]
             env = {"CCACHE_DIR": str(Path(scratch) / "ccache"), "CCACHE_RECACHE": "1"}
-            for launcher in (False, True):
-                cmd = argv if launcher else argv[1:]
-                start = time.monotonic()
-                r = subprocess.run(cmd, cwd=e["directory"], env={**os.environ, **env},
-                                   capture_output=True, text=True)  # fmt: skip
-                if r.returncode != 0:
-                    sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-                if launcher:
-                    cached += time.monotonic() - start
-                else:
-                    plain += time.monotonic() - start
+            plain += timed(argv[1:], env, e["directory"])
+            cached += timed(argv, env, e["directory"])
     return plain, cached
 
 

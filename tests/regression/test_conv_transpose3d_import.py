@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import tvm
 from tvm import relax
 from tvm.relax.frontend.torch import from_exported_program, from_fx
+
+from .relaxrun import run_llvm
 
 RTOL, ATOL = 1e-4, 1e-4
 
@@ -57,17 +58,11 @@ def decoder() -> tuple[torch.nn.Module, torch.Tensor, np.ndarray]:
         return model, x, model(x).numpy()
 
 
-def run(mod: tvm.IRModule, x: np.ndarray) -> np.ndarray:
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-    out = vm["main"](tvm.runtime.tensor(x))
-    return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
-
-
 def test_exported_program(decoder) -> None:
     model, x, expected = decoder
     mod = from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=False)
     assert 'kernel_layout="IODHW"' in mod.script()
-    np.testing.assert_allclose(run(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
 
 
 def test_functional_with_bias() -> None:
@@ -83,7 +78,7 @@ def test_functional_with_bias() -> None:
     x = torch.randn(2, 6, 2, 3, 3)
     mod = from_exported_program(torch.export.export(Func(), (x,)), keep_params_as_input=False)
     expected = Func()(x).numpy()
-    np.testing.assert_allclose(run(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
 
 
 def test_fx() -> None:
@@ -98,7 +93,7 @@ def test_fx() -> None:
     with torch.no_grad():
         expected = model(x).numpy()
         mod = from_fx(torch.fx.symbolic_trace(model), [(list(x.shape), "float32")])
-    np.testing.assert_allclose(run(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
 
 
 def test_ndhwc_after_convert_layout(decoder) -> None:
@@ -106,4 +101,4 @@ def test_ndhwc_after_convert_layout(decoder) -> None:
     mod = from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=False)
     mod = relax.transform.ConvertLayout({"relax.nn.conv3d_transpose": ["NDHWC", "ODHWI"]})(mod)
     assert 'data_layout="NDHWC"' in mod.script()
-    np.testing.assert_allclose(run(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)

@@ -11,23 +11,10 @@ import pytest
 import torch
 import tvm
 from tvm import relax
-from tvm.relax.frontend.torch import from_exported_program
+
+from .relaxrun import import_torch, run_llvm
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-def run_relax(mod: tvm.IRModule, *args: np.ndarray) -> np.ndarray:
-    exe = tvm.compile(mod, target="llvm")
-    vm = relax.VirtualMachine(exe, tvm.cpu())
-    out = vm["main"](*[tvm.runtime.tensor(a) for a in args])
-    if isinstance(out, tvm.runtime.Tensor):
-        return out.numpy()
-    return out[0].numpy()
-
-
-def import_torch(model: torch.nn.Module, example: torch.Tensor) -> tvm.IRModule:
-    exported = torch.export.export(model.eval(), (example,))
-    return from_exported_program(exported, keep_params_as_input=False)
 
 
 def convert(mod: tvm.IRModule, op: str, layouts: list[str]) -> tvm.IRModule:
@@ -72,7 +59,7 @@ def generator() -> tuple[torch.nn.Module, torch.Tensor, np.ndarray]:
 def test_generator_nhwc(generator, kernel_layout: str) -> None:
     model, x, expected = generator
     mod = convert(import_torch(model, x), "conv2d_transpose", ["NHWC", kernel_layout])
-    np.testing.assert_allclose(run_relax(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
 
 
 def test_conv1d_transpose_nwc_groups_dilation() -> None:
@@ -84,7 +71,7 @@ def test_conv1d_transpose_nwc_groups_dilation() -> None:
     mod = convert(import_torch(model, x), "conv1d_transpose", ["NWC", "OWI"])
     with torch.no_grad():
         expected = model(x).numpy()
-    np.testing.assert_allclose(run_relax(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
 
 
 def _single_op(op, x: np.ndarray, w: np.ndarray, **attrs) -> tvm.IRModule:
@@ -113,7 +100,7 @@ def test_conv3d_transpose_ndhwc() -> None:
         output_padding=(1, 0, 1),
         groups=2,
     ).numpy()
-    np.testing.assert_allclose(run_relax(mod, x, w), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x, w), expected, rtol=RTOL, atol=ATOL)
 
 
 def test_conv2d_transpose_asymmetric_padding_mixed_out_layout() -> None:
@@ -137,7 +124,7 @@ def test_conv2d_transpose_asymmetric_padding_mixed_out_layout() -> None:
         torch.from_numpy(x_nchw), torch.from_numpy(w_iohw), stride=2, dilation=(2, 1), groups=2
     ).numpy()
     expected = full[:, :, 2 : full.shape[2] - 1, 0 : full.shape[3] - 1]
-    got = run_relax(mod, x_nchw.transpose(0, 2, 3, 1), w_iohw.transpose(2, 3, 1, 0))
+    got = run_llvm(mod, x_nchw.transpose(0, 2, 3, 1), w_iohw.transpose(2, 3, 1, 0))
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
 
@@ -146,4 +133,4 @@ def test_convert_layout_with_distinct_out_layout(generator) -> None:
     model, x, expected = generator
     mod = convert(import_torch(model, x), "conv2d_transpose", ["NHWC", "OHWI", "NCHW"])
     assert 'out_layout="NCHW"' in mod.script()
-    np.testing.assert_allclose(run_relax(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=RTOL, atol=ATOL)

@@ -13,7 +13,8 @@ import pytest
 import torch
 import tvm
 from tvm import relax, tirx
-from tvm.relax.frontend.torch import from_exported_program
+
+from .relaxrun import import_torch, run_llvm
 
 
 def _generator() -> torch.nn.Module:
@@ -51,9 +52,7 @@ def _import(name: str, nhwc: bool = False):
     torch.manual_seed(0)
     make, shape = MODELS[name]
     model, x = make().eval(), torch.randn(*shape)
-    with torch.no_grad():
-        program = torch.export.export(model, (x,))
-    mod = from_exported_program(program, keep_params_as_input=False)
+    mod = import_torch(model, x)
     if nhwc:
         mod = relax.transform.ConvertLayout({"relax.nn.conv2d_transpose": ["NHWC", "OHWI"]})(mod)
     return model, x, mod
@@ -93,7 +92,4 @@ def test_results_match_pytorch(name: str, nhwc: bool) -> None:
     model, x, mod = _import(name, nhwc)
     with torch.no_grad():
         expected = model(x).numpy()
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-    out = vm["main"](tvm.runtime.tensor(x.numpy()))
-    out = out if isinstance(out, tvm.runtime.Tensor) else out[0]
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=1e-4, atol=1e-4)

@@ -14,7 +14,8 @@ import pytest
 import torch
 import tvm
 from tvm import relax, tirx
-from tvm.relax.frontend.torch import from_exported_program
+
+from .relaxrun import import_torch, run_llvm
 
 
 class Generator(torch.nn.Module):
@@ -59,9 +60,7 @@ def _import(name: str) -> tuple[torch.nn.Module, torch.Tensor, tvm.IRModule]:
     torch.manual_seed(0)
     cls, shape = MODELS[name]
     model, x = cls().eval(), torch.randn(*shape)
-    with torch.no_grad():
-        program = torch.export.export(model, (x,))
-    return model, x, from_exported_program(program, keep_params_as_input=False)
+    return model, x, import_torch(model, x)
 
 
 def _contractions(mod: tvm.IRModule) -> dict[str, list[tirx.ForKind]]:
@@ -103,7 +102,4 @@ def test_results_match_pytorch(name: str) -> None:
     model, x, mod = _import(name)
     with torch.no_grad():
         expected = model(x).numpy()
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-    out = vm["main"](tvm.runtime.tensor(x.numpy()))
-    out = out if isinstance(out, tvm.runtime.Tensor) else out[0]
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=1e-4, atol=1e-4)

@@ -21,6 +21,8 @@ import tvm
 from tvm import relax
 from tvm.relax.frontend.onnx import from_onnx
 
+from .relaxrun import run_llvm
+
 
 def export(model: torch.nn.Module, x: torch.Tensor, dynamic_batch: bool = False):
     buf = io.BytesIO()
@@ -37,12 +39,6 @@ def export(model: torch.nn.Module, x: torch.Tensor, dynamic_batch: bool = False)
             dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}} if dynamic_batch else None,
         )
     return onnx.load_from_string(buf.getvalue())
-
-
-def run(mod: tvm.IRModule, x: np.ndarray) -> np.ndarray:
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-    out = vm["main"](tvm.runtime.tensor(x))
-    return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
 
 
 def has_if(mod: tvm.IRModule) -> bool:
@@ -74,7 +70,7 @@ def test_seed_reflection_pad_squeeze() -> None:
     mod = from_onnx(export(model, x))
     assert not has_if(mod)
     assert static_output_shape(mod) == (13, 1, 1, 1)
-    np.testing.assert_allclose(run(mod, x.numpy()), model(x).numpy())
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), model(x).numpy())
 
 
 class PadToMultiple(torch.nn.Module):
@@ -105,7 +101,7 @@ def test_shape_derived_pads_and_ifs(model, shape, expected) -> None:
     mod = from_onnx(export(model, x))
     assert not has_if(mod)
     assert static_output_shape(mod) == expected
-    np.testing.assert_allclose(run(mod, x.numpy()), model(x).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), model(x).numpy(), rtol=1e-6)
 
 
 class DynamicBatchSqueeze(torch.nn.Module):
@@ -121,7 +117,7 @@ def test_dynamic_batch_stays_dynamic() -> None:
     assert not isinstance(batch, tvm.tirx.IntImm), batch  # ...but the batch is not frozen
     for n in (2, 5):
         x = torch.randn(n, 1, 5)
-        np.testing.assert_allclose(run(mod, x.numpy()), model(x).numpy())
+        np.testing.assert_allclose(run_llvm(mod, x.numpy()), model(x).numpy())
 
 
 def test_dynamic_predicate_stays_an_if() -> None:

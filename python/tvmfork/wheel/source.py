@@ -231,10 +231,9 @@ class SourceBuild:
         changed define such as ZLIB_USE_STATIC_LIBS would silently keep the old result. The
         cache is reset; the objects stay, so only what the new settings change recompiles.
         """
-        changed = changed_defines(tree, defines)
-        cache = tree / "CMakeCache.txt"
-        if changed and cache.is_file():
-            cache.unlink()
+        changed = changed_defines(tree, defines)  # none when the tree has no cache yet
+        if changed:
+            (tree / "CMakeCache.txt").unlink()
             self.notes.append(
                 f"build settings changed since {tree} was configured ({', '.join(changed)}): "
                 "reset its CMake cache, kept its objects"

@@ -1,0 +1,23 @@
+"""Running models in regression tests: import from PyTorch, compile for llvm, run on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import tvm
+from tvm import relax
+from tvm.relax.frontend.torch import from_exported_program
+
+
+def import_torch(model: torch.nn.Module, example: torch.Tensor) -> tvm.IRModule:
+    """`model` (in eval mode) through torch.export and the Relax importer, params as constants."""
+    with torch.no_grad():
+        exported = torch.export.export(model.eval(), (example,))
+    return from_exported_program(exported, keep_params_as_input=False)
+
+
+def run_llvm(mod: tvm.IRModule, *args: np.ndarray) -> np.ndarray:
+    """`main` of `mod`, compiled with tvm.compile(target="llvm"), on `args`: its (first) output."""
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.runtime.tensor(a) for a in args])
+    return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
