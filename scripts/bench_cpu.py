@@ -9,9 +9,12 @@ are measured side by side:
     python scripts/bench_cpu.py --tvm stock=STOCK_VENV/bin/python --tvm fork=FORK_VENV/bin/python
     ... --tvm-threads 2 --target host      # as many threads as PyTorch; the host's ISA
 
-TVM picks its own thread count (on x86 it assumes SMT and takes half the logical CPUs), and
-target "llvm" compiles for the baseline ISA (SSE2 on x86-64) while PyTorch dispatches to the
-host's widest vectors at run time: both are printed, and both can be set.
+PyTorch runs in each TVM's interpreter too, its calls interleaved with TVM's in blocks of 5,
+so each ratio compares two medians taken over the same minutes (this machine's speed drifts).
+TVM picks its own thread count (stock: half the logical CPUs on x86, assuming SMT; the fork:
+one per physical core), and target "llvm" compiles for the baseline ISA (SSE2 on x86-64)
+while PyTorch dispatches to the host's widest vectors at run time: both are printed, and
+both can be set (`--target host` is `tvm.target.Target.from_device("cpu")`).
 
 Models: the DCGAN-64 generator (batch 8), the same generator after ConvertLayout to NHWC, two
 3x3 convs (8, 64, 32, 32), and a grouped, dilated decoder of transposed convs.
@@ -93,29 +96,46 @@ def model_and_input(name: str) -> tuple[torch.nn.Module, torch.Tensor]:
     return model.eval(), x
 
 
-def median_seconds(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm up
+def seconds(fn: Callable[[], object], n: int) -> list[float]:
+    """Wall time of `n` calls of `fn`, one sample per call."""
     samples = []
-    for _ in range(repeat):
+    for _ in range(n):
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return samples
 
 
-def tvm_worker(names: list[str], repeat: int, target: str) -> dict[str, object]:
-    """Compile and time each model on the TVM of this interpreter; outputs vs PyTorch."""
+def interleaved_medians(
+    fns: list[Callable[[], object]], repeat: int, block: int = 5
+) -> list[float]:
+    """Median seconds per call of each of `fns`, timed in alternating blocks of `block`
+    calls, so that all of them see the same machine (this 2-core VM's speed drifts by
+    tens of percent from minute to minute). Each block starts after a pause and an untimed
+    call, so that the other runtime's idle threads have stopped spinning."""
+    samples: list[list[float]] = [[] for _ in fns]
+    while len(samples[0]) < repeat:
+        n = min(block, repeat - len(samples[0]))
+        for fn, out in zip(fns, samples):
+            time.sleep(0.05)
+            fn()
+            out.extend(seconds(fn, n))
+    return [statistics.median(s) for s in samples]
+
+
+def tvm_worker(names: list[str], repeat: int, target: str, threads: int) -> dict[str, object]:
+    """Compile and time each model on the TVM of this interpreter, interleaved with PyTorch
+    eager in this same process; TVM's outputs vs PyTorch's."""
     import tvm
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program
 
+    torch.set_num_threads(threads)
     if target == "host":  # the host CPU's features, where "llvm" alone is the baseline ISA
-        from tvm.target.codegen import llvm_get_system_cpu
-
-        target = tvm.target.Target({"kind": "llvm", "mcpu": llvm_get_system_cpu()})
+        target = tvm.target.Target.from_device("cpu")
     results: dict[str, object] = {"tvm": tvm.__version__, "target": str(target)}
-    threads = tvm.get_global_func("runtime.NumThreads", allow_missing=True)
-    results["threads"] = threads() if threads else os.cpu_count()
+    results["threads"] = tvm.runtime.num_threads()
+    results["torch_threads"] = torch.get_num_threads()
     for name in names:
         model, x = model_and_input(name)
         with torch.no_grad():
@@ -134,10 +154,23 @@ def tvm_worker(names: list[str], repeat: int, target: str) -> dict[str, object]:
             out = vm["main"](x_tvm)
             out = out if isinstance(out, tvm.runtime.Tensor) else out[0]
             err = float(np.max(np.abs(out.numpy() - expected)))
-            seconds = median_seconds(lambda vm=vm, x_tvm=x_tvm: vm["main"](x_tvm), repeat)
-            results[name] = {"seconds": seconds, "compile_s": compile_s, "max_abs_err": err}
         except Exception as e:  # a failure is a result: report it, go on
             results[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+            continue
+
+        def run_torch(model=model, x=x):
+            with torch.no_grad():
+                model(x)
+
+        tvm_s, torch_s = interleaved_medians(
+            [lambda vm=vm, x_tvm=x_tvm: vm["main"](x_tvm), run_torch], repeat
+        )
+        results[name] = {
+            "seconds": tvm_s,
+            "torch": torch_s,
+            "compile_s": compile_s,
+            "max_abs_err": err,
+        }
     return results
 
 
@@ -157,22 +190,18 @@ def main() -> None:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        print(json.dumps(tvm_worker(a.models, a.repeat, a.target)))
+        print(json.dumps(tvm_worker(a.models, a.repeat, a.target, a.threads)))
         return
     if not a.tvm:
         ap.error("give at least one --tvm LABEL=PYTHON")
 
-    torch.set_num_threads(a.threads)
-    rows: dict[str, dict[str, object]] = {}
-    for name in a.models:
-        model, x = model_and_input(name)
-        with torch.no_grad():
-            rows[name] = {"torch": median_seconds(lambda m=model, x=x: m(x), a.repeat)}
+    rows: dict[str, dict[str, object]] = {name: {} for name in a.models}
     labels = []
     for spec in a.tvm:
         label, _, python = spec.partition("=")
         labels.append(label)
         cmd = [python, __file__, "--worker", "--repeat", str(a.repeat), "--target", a.target]
+        cmd += ["--threads", str(a.threads)]
         env = dict(os.environ)
         if a.tvm_threads:
             env["TVM_NUM_THREADS"] = str(a.tvm_threads)
@@ -180,31 +209,37 @@ def main() -> None:
         if r.returncode != 0:
             sys.exit(f"{label} ({python}) failed:\n{r.stderr[-3000:]}")
         res = json.loads(r.stdout.strip().splitlines()[-1])
-        print(f"{label}: TVM {res['tvm']}, target {res['target']}, {res['threads']} TVM threads")
+        print(
+            f"{label}: TVM {res['tvm']}, target {res['target']}, {res['threads']} TVM threads, "
+            f"{res['torch_threads']} PyTorch threads"
+        )
         for name in a.models:
             rows[name][label] = res[name]
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median of {a.repeat}")
-    head = f"{'model':12} {'torch ms':>9}"
+    print(
+        f"torch {torch.__version__}; median of {a.repeat} calls each, TVM and PyTorch "
+        "interleaved in blocks of 5 in the same process"
+    )
+    head = f"{'model':12}"
     for label in labels:
-        head += f" {label + ' ms':>12} {label + '/torch':>12} {'err':>8}"
+        head += f" {'torch ms':>9} {label + ' ms':>10} {label + '/torch':>12} {'err':>8}"
     print(head)
     for name, row in rows.items():
-        line = f"{name:12} {row['torch'] * 1e3:9.2f}"
+        line = f"{name:12}"
         for label in labels:
             r = row[label]
             if "error" in r:
                 line += f"  {label}: {r['error']}"
                 continue
-            ratio = r["seconds"] / row["torch"]
-            line += f" {r['seconds'] * 1e3:12.2f} {ratio:11.1f}x {r['max_abs_err']:8.1e}"
+            ratio = r["seconds"] / r["torch"]
+            line += f" {r['torch'] * 1e3:9.2f} {r['seconds'] * 1e3:10.2f} {ratio:11.1f}x"
+            line += f" {r['max_abs_err']:8.1e}"
         print(line)
     if "dcgan" in rows and "dcgan-nhwc" in rows:
         for label in labels:
             nchw, nhwc = rows["dcgan"][label], rows["dcgan-nhwc"][label]
             if "seconds" in nchw and "seconds" in nhwc:
                 print(f"{label}: dcgan NHWC / NCHW = {nhwc['seconds'] / nchw['seconds']:.2f}")
-
 
 if __name__ == "__main__":
     main()
