@@ -116,7 +116,7 @@ def interleaved_medians(
     samples: list[list[float]] = [[] for _ in fns]
     while len(samples[0]) < repeat:
         n = min(block, repeat - len(samples[0]))
-        for fn, out in zip(fns, samples):
+        for fn, out in zip(fns, samples, strict=True):
             time.sleep(0.05)
             fn()
             out.extend(seconds(fn, n))
@@ -240,6 +240,7 @@ def main() -> None:
             nchw, nhwc = rows["dcgan"][label], rows["dcgan-nhwc"][label]
             if "seconds" in nchw and "seconds" in nhwc:
                 print(f"{label}: dcgan NHWC / NCHW = {nhwc['seconds'] / nchw['seconds']:.2f}")
+
 
 if __name__ == "__main__":
     main()

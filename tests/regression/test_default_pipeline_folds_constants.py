@@ -40,7 +40,7 @@ def test_nhwc_weights_are_transformed_once_at_compile_time() -> None:
 
     calls: list[tuple[str, list[tuple[int, ...]]]] = []
 
-    def record(func, name, before_run, ret_value, *args):  # noqa: ARG001 (VM's signature)
+    def record(func, name, before_run, ret_value, *args):  # the VM instrument signature
         if before_run:
             shapes = [tuple(a.shape) for a in args if isinstance(a, tvm.runtime.Tensor)]
             calls.append((str(name), shapes))
