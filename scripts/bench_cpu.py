@@ -125,12 +125,19 @@ def interleaved_medians(
 
 def tvm_worker(names: list[str], repeat: int, target: str, threads: int) -> dict[str, object]:
     """Compile and time each model on the TVM of this interpreter, interleaved with PyTorch
-    eager in this same process; TVM's outputs vs PyTorch's."""
+    eager in this same process; TVM's outputs vs PyTorch's.
+
+    TVM's thread pool pins the main thread to the cores it uses (stock TVM on this VM: one
+    core), and threads created later inherit that mask. So PyTorch's thread pool is started
+    first, and each PyTorch block runs with the main thread's mask as the process began."""
+    torch.set_num_threads(threads)
+    torch.ones(256, 256) @ torch.ones(256, 256)  # start PyTorch's threads before TVM's pool
+    all_cpus = os.sched_getaffinity(0)
+
     import tvm
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program
 
-    torch.set_num_threads(threads)
     if target == "host":  # the host CPU's features, where "llvm" alone is the baseline ISA
         target = tvm.target.Target.from_device("cpu")
     results: dict[str, object] = {"tvm": tvm.__version__, "target": str(target)}
@@ -158,13 +165,18 @@ def tvm_worker(names: list[str], repeat: int, target: str, threads: int) -> dict
             results[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
             continue
 
+        tvm_cpus = os.sched_getaffinity(0)  # as TVM's pool left the main thread
+
+        def run_tvm(vm=vm, x_tvm=x_tvm, cpus=tvm_cpus):
+            os.sched_setaffinity(0, cpus)
+            vm["main"](x_tvm)
+
         def run_torch(model=model, x=x):
+            os.sched_setaffinity(0, all_cpus)
             with torch.no_grad():
                 model(x)
 
-        tvm_s, torch_s = interleaved_medians(
-            [lambda vm=vm, x_tvm=x_tvm: vm["main"](x_tvm), run_torch], repeat
-        )
+        tvm_s, torch_s = interleaved_medians([run_tvm, run_torch], repeat)
         results[name] = {
             "seconds": tvm_s,
             "torch": torch_s,
