@@ -3,18 +3,28 @@
 torch, onnx and pytest are large and identical on both sides, so they are installed once in a
 `deps` venv; each side's venv sees them through a `.pth` file and holds only its own TVM and
 tvm-ffi, which come first on sys.path.
+
+Venvs live in the shared cache, so two tvmfork commands (two clones, two terminals) may want
+the same one: a command holds a shared lock on each venv it uses until it exits, and
+rebuilding a venv takes the lock exclusively, so a rebuild never pulls a venv out from under
+a running test; it stops with an error naming the venv instead.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import IO
 
 from tvmfork import proc, ui
+from tvmfork.errors import UsageError
 
 MARKER = "tvmfork-venv.json"
+# venv -> its open lock file, held (shared) until this process exits
+_HELD: dict[Path, IO[str]] = {}
 
 
 def python_of(venv: Path) -> Path:
@@ -45,8 +55,36 @@ def ensure(
     """
     want = {"requirements": requirements, "deps": str(deps_venv or ""), "fp": fingerprint}
     marker = venv / MARKER
+    lock = _shared_lock(venv)
     if marker.is_file() and json.loads(marker.read_text()) == json.loads(json.dumps(want)):
         return python_of(venv)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise UsageError(
+            f"venv {venv} must be rebuilt for this command, but another tvmfork command is "
+            "using it; wait for that one to finish, or set cache_dir to another folder"
+        ) from None
+    try:
+        _create(venv, requirements, python=python, deps_venv=deps_venv)
+        marker.write_text(json.dumps(want))
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+    return python_of(venv)
+
+
+def _shared_lock(venv: Path) -> IO[str]:
+    """This process's lock file of `venv` (beside it: `venv --clear` empties the folder),
+    locked shared; waits while another process rebuilds the venv."""
+    if venv not in _HELD:
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        fh = (venv.parent / f"{venv.name}.lock").open("a+")
+        fcntl.flock(fh, fcntl.LOCK_SH)
+        _HELD[venv] = fh
+    return _HELD[venv]
+
+
+def _create(venv: Path, requirements: list[str], *, python: str, deps_venv: Path | None) -> None:
     with ui.step(f"venv {venv.name}: {' '.join(requirements)}"):
         proc.run([python, "-m", "venv", "--clear", venv])
         if deps_venv is not None:
@@ -64,5 +102,3 @@ def ensure(
                 *requirements,
             ]
         )
-        marker.write_text(json.dumps(want))
-    return python_of(venv)

@@ -1,0 +1,78 @@
+"""The venv cache is shared between tvmfork commands: a rebuild never pulls a venv out from
+under another command that is using it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tvmfork import venvs
+from tvmfork.errors import UsageError
+
+_HOLD = """
+import fcntl, sys, time
+fh = open(sys.argv[1], "a+")
+fcntl.flock(fh, fcntl.LOCK_SH)
+print("held", flush=True)
+time.sleep(60)
+"""
+
+_TRY_EXCLUSIVE = """
+import fcntl, sys
+fh = open(sys.argv[1], "a+")
+try:
+    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except BlockingIOError:
+    print("held")
+"""
+
+
+def _fake_create(venv: Path, requirements, *, python, deps_venv) -> None:
+    (venv / "bin").mkdir(parents=True, exist_ok=True)
+    (venv / "created").write_text(" ".join(requirements))
+
+
+def _other_command_using(lock_file: Path) -> subprocess.Popen:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(lock_file)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_rebuild_of_a_venv_in_use_stops_with_its_name(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(venvs, "_create", _fake_create)
+    venv = tmp_path / "fork"
+    venv.mkdir()
+    (venv / venvs.MARKER).write_text(json.dumps({"requirements": ["old"], "deps": "", "fp": ""}))
+    holder = _other_command_using(tmp_path / "fork.lock")
+    try:
+        with pytest.raises(UsageError, match="another tvmfork command is using it") as err:
+            venvs.ensure(venv, ["new"], python=sys.executable)
+        assert str(venv) in str(err.value)
+        assert not (venv / "created").exists()  # nothing touched
+        # unchanged requirements: used as it is, alongside the other command
+        assert venvs.ensure(venv, ["old"], python=sys.executable) == venvs.python_of(venv)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_venv_this_command_uses_stays_locked_until_it_exits(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(venvs, "_create", _fake_create)
+    venv = tmp_path / "stock"
+    assert venvs.ensure(venv, ["a"], python=sys.executable) == venvs.python_of(venv)
+    assert (venv / "created").read_text() == "a"
+    # rebuilt in the same process (other requirements): its own shared lock does not block it
+    venvs.ensure(venv, ["b"], python=sys.executable)
+    assert (venv / "created").read_text() == "b"
+    probe = [sys.executable, "-c", _TRY_EXCLUSIVE, str(tmp_path / "stock.lock")]
+    started = time.monotonic()
+    assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "held"
+    assert time.monotonic() - started < 30
