@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 import tvm
@@ -16,8 +18,15 @@ def import_torch(model: torch.nn.Module, example: torch.Tensor) -> tvm.IRModule:
     return from_exported_program(exported, keep_params_as_input=False)
 
 
-def run_llvm(mod: tvm.IRModule, *args: np.ndarray) -> np.ndarray:
-    """`main` of `mod`, compiled with tvm.compile(target="llvm"), on `args`: its (first) output."""
+def run_llvm(
+    mod: tvm.IRModule, *args: np.ndarray, instrument: Callable[..., object] | None = None
+) -> np.ndarray:
+    """`main` of `mod`, compiled with tvm.compile(target="llvm"), on `args`: its (first) output.
+
+    `instrument`, if given, is the VM's instrument (called before and after each call it
+    makes: func, name, before_run, ret_value, *args)."""
     vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    if instrument is not None:
+        vm.set_instrument(instrument)
     out = vm["main"](*[tvm.runtime.tensor(a) for a in args])
     return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()

@@ -15,7 +15,7 @@ import torch
 import tvm
 from tvm import relax
 
-from .relaxrun import import_torch
+from .relaxrun import import_torch, run_llvm
 
 NHWC = {"relax.nn.conv2d": ["NHWC", "OHWI"]}
 
@@ -36,8 +36,6 @@ def test_nhwc_weights_are_transformed_once_at_compile_time() -> None:
     with torch.no_grad():
         expected = model(x).numpy()
     mod = relax.transform.ConvertLayout(NHWC)(import_torch(model, x))
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-
     calls: list[tuple[str, list[tuple[int, ...]]]] = []
 
     def record(func, name, before_run, ret_value, *args):  # the VM instrument signature
@@ -45,10 +43,7 @@ def test_nhwc_weights_are_transformed_once_at_compile_time() -> None:
             shapes = [tuple(a.shape) for a in args if isinstance(a, tvm.runtime.Tensor)]
             calls.append((str(name), shapes))
 
-    vm.set_instrument(record)
-    out = vm["main"](tvm.runtime.tensor(x.numpy()))
-    out = (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
-
+    out = run_llvm(mod, x.numpy(), instrument=record)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
     weight_shapes = {tuple(p.shape) for p in model.parameters() if p.dim() == 4}
     on_weights = [(n, s) for n, s in calls if weight_shapes & set(s)]
