@@ -359,6 +359,61 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
     return 0
 
 
+def cmd_conformance(ctx: Ctx) -> int:
+    from tvmfork.conformance import report, runner, suites
+
+    a = ctx.args
+    names = a.suites or ([] if a.onnx or a.torch_module else ["ci"])
+    for n in names:
+        if n not in suites.SUITES:
+            raise UsageError(f"unknown suite {n!r}; the suites: {', '.join(suites.SUITES)}")
+    stock_py, fork_py, _, _ = _test_venvs(ctx, ctx.series())
+    limits = suites.Limits(reps=0 if a.no_bench else a.reps)
+    if a.timeout:
+        limits = suites.Limits(a.timeout, a.timeout, limits.reps, limits.budget_s)
+    with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
+        cases = suites.collect(
+            names,
+            python=stock_py,
+            cache=ctx.settings.cache_dir / "conformance",
+            limits=limits,
+            patterns=a.k,
+            onnx_paths=[Path(p) for p in a.onnx],
+            torch_modules=[Path(m) for m in a.torch_module],
+        )
+    if not cases:
+        raise UsageError("no case matches: check the suite names and -k patterns")
+    sides = {"stock": stock_py, "fork": fork_py}
+    if a.side != "both":
+        sides = {a.side: sides[a.side]}
+    out = Path(a.report).resolve() if a.report else ctx.settings.out_dir / "conformance"
+    start = time.monotonic()
+    ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
+
+    def progress(i: int, case: runner.CaseSpec, by_side: dict[str, runner.Result]) -> None:
+        row = report.Row(case.suite, case.name, by_side.get("stock"), by_side.get("fork"))
+        parts = []
+        for side, r in by_side.items():
+            t = f" {r.times['compile_s']:.1f} s" if "compile_s" in r.times else ""
+            parts.append(f"{side} {report.word(r)}{t}")
+        flag = f"  {row.verdict}" if row.verdict else ""
+        ui.note(f"[{i + 1}/{len(cases)}] {case.suite}/{case.name}: {' | '.join(parts)}{flag}")
+
+    env = {"TVMFORK_TARGET": a.target, "PYTHONDONTWRITEBYTECODE": "1"}
+    results = runner.run_cases(cases, sides, out, env, progress, parallel=a.jobs > 1)
+    jsonl, md = report.write(results, out)
+    for line in report.summary(results):
+        print(line)
+    print(f"report: {md}\nresults: {jsonl}\n({time.monotonic() - start:.0f} s)")
+    bad = report.regressions(results)
+    for r in bad:
+        assert r.stock is not None and r.fork is not None
+        print(f"REGRESSION {r.suite}/{r.case}: fork {report.word(r.fork)}: {r.fork.error}")
+    if bad:
+        raise VerifyError(f"{len(bad)} case(s) work on stock and not on the fork")
+    return 0
+
+
 def cmd_stage(ctx: Ctx) -> int:
     from tvmfork import stage
 
@@ -505,6 +560,61 @@ def parser() -> argparse.ArgumentParser:
         help="more test files or folders of the checkout to run (tests/python/s_tir/dlight)",
     )
 
+    cf = sub.add_parser(
+        "conformance",
+        help="suites of real models and ONNX conformance cases, stock vs fork: no regressions",
+        description="Run conformance suites on stock TVM and on the fork, each case isolated "
+        "in a worker process with a time limit; report each side's stage reached, errors and "
+        "times, and exit 8 when a case that works on stock fails on the fork.",
+    )
+    cf.add_argument(
+        "suites",
+        nargs="*",
+        metavar="SUITE",
+        help="torchvision, onnx-node, ci (default: ci, unless --onnx/--torch-module is given)",
+    )
+    cf.add_argument(
+        "--onnx",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="your ONNX models: a .onnx file, or a folder of NAME.onnx or NAME/model.onnx "
+        "(with ONNX's test_data_set_0/ beside it, else ONNX Runtime is the reference)",
+    )
+    cf.add_argument(
+        "--torch-module",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a Python file whose CASES maps names to functions returning (model, inputs)",
+    )
+    cf.add_argument(
+        "-k", action="append", default=[], metavar="GLOB", help="only cases matching a GLOB"
+    )
+    cf.add_argument("--side", choices=("both", "stock", "fork"), default="both")
+    cf.add_argument(
+        "--target", default="llvm", help="TVM target, or 'host' for the host's ISA (llvm)"
+    )
+    cf.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="2: run the stock and fork sides at the same time (timings then compete)",
+    )
+    cf.add_argument("--timeout", type=float, help="seconds per case (default 120 node, 1200 model)")
+    cf.add_argument(
+        "--reps", type=int, default=5, help="timing runs of each passing model (default 5)"
+    )
+    cf.add_argument("--no-bench", action="store_true", help="no timing runs")
+    cf.add_argument("--report", help="report folder (default: out/conformance)")
+    cf.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
+    cf.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
+    cf.add_argument(
+        "--stock-ffi",
+        default="apache-tvm-ffi==0.1.14.post1",
+        help="tvm-ffi for the stock side (default %(default)s)",
+    )
+
     st = sub.add_parser("stage", help="one patch as a ready upstream pull request (no push)")
     with_checkout(st)
     st.add_argument("patch", help="the patch (file name, with or without .patch)")
@@ -527,6 +637,7 @@ COMMANDS = {
     "wheel": cmd_wheel,
     "verify": cmd_verify,
     "upstream-tests": cmd_upstream_tests,
+    "conformance": cmd_conformance,
     "stage": cmd_stage,
     "roll": cmd_roll,
 }

@@ -168,6 +168,14 @@ class ExportPlan:
 
 def plan_export(patches_dir: Path, checkout_dir: Path, series: Series | None) -> ExportPlan:
     repo = git.Repo(checkout_dir)
+    busy = in_progress(repo)
+    if busy:
+        # Mid-rebase, HEAD holds only the commits replayed so far: exporting would delete
+        # the rest of the series from patches/.
+        raise SourceError(
+            f"{checkout_dir} is in the middle of a {busy}; finish it (git {busy} --continue) "
+            f"or abort it (git {busy} --abort), then export"
+        )
     base = base_of(repo)
     by_subject = {p.subject: p.name for p in series.patches} if series else {}
     old_order = read_order(patches_dir) if (patches_dir / SERIES).is_file() else []
@@ -193,6 +201,22 @@ def plan_export(patches_dir: Path, checkout_dir: Path, series: Series | None) ->
     if not stale and order != old_order:
         stale.append("series: order changed")
     return ExportPlan(order=order, files=files, stale=stale, removed=removed)
+
+
+def in_progress(repo: git.Repo) -> str:
+    """'rebase', 'am', 'cherry-pick' or 'merge' when one is under way in `repo`, else ''."""
+    gitdir = Path(repo.out("rev-parse", "--absolute-git-dir"))
+    for marker, what in (
+        ("rebase-merge", "rebase"),
+        ("rebase-apply", "rebase"),
+        ("CHERRY_PICK_HEAD", "cherry-pick"),
+        ("MERGE_HEAD", "merge"),
+    ):
+        if (gitdir / marker).exists():
+            if marker == "rebase-apply" and (gitdir / marker / "applying").exists():
+                return "am"
+            return what
+    return ""
 
 
 def write_export(patches_dir: Path, plan: ExportPlan) -> None:

@@ -96,3 +96,18 @@ def test_corrupt_patch_is_an_error(fork: Fork) -> None:
     write(fork.root / "patches/series", "bad.patch\n")
     with pytest.raises(PatchError, match="not a git format-patch"):
         seriesmod.load(fork.root / "patches")
+
+
+def test_export_refuses_a_checkout_mid_rebase(fork: Fork, capsys: pytest.CaptureFixture[str]) -> None:
+    """Mid-rebase HEAD holds only the replayed commits: an export then would delete the rest
+    of the series from patches/ (seen: three patches gone after an export during `edit`)."""
+    _two_patches(fork)
+    patches = fork.root / "patches"
+    before = {p.name: p.read_bytes() for p in patches.iterdir()}
+    base = fork.tvm("rev-parse", "refs/tvmfork/base")
+    fork.tvm("-c", "sequence.editor=sed -i 1s/^pick/edit/", "rebase", "-q", "-i", base)
+    assert fork.run("export") == SourceError.exit_code
+    assert "middle of a rebase" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in patches.iterdir()} == before
+    fork.tvm("rebase", "--continue")
+    assert fork.run("export", "--check") == 0

@@ -1,0 +1,252 @@
+"""Runs conformance cases on each side (stock, fork), each case isolated from the others.
+
+Each side has one worker process (`worker.py` under that side's interpreter) that runs cases
+one at a time; a case that crashes the worker or outlives its time limit is charged to that
+case alone (with the stage it was in), the worker is replaced, and the next case goes on.
+One worker per side (not one process per case) keeps TVM's and torch's import cost, seconds
+a case, out of a suite of two thousand cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from tvmfork.errors import ProcessError
+
+WORKER = Path(__file__).with_name("worker.py")
+START_TIMEOUT = 300.0  # importing tvm and torch in a cold venv
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case of a suite: `spec` is what the worker gets, `timeout` its limit in seconds;
+    a non-empty `skip` says why it is not run."""
+
+    suite: str
+    name: str
+    spec: dict[str, Any]
+    timeout: float
+    skip: str = ""
+
+
+@dataclass
+class Result:
+    """What one side did with one case. status: ok, wrong (ran, different result), error
+    (stopped with an error at `stage`), crash, timeout, or not run."""
+
+    suite: str
+    case: str
+    side: str
+    status: str
+    stage: str
+    error: str = ""
+    times: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "case": self.case,
+            "side": self.side,
+            "status": self.status,
+            "stage": self.stage,
+            "error": self.error,
+            **{k: round(v, 4) for k, v in self.times.items()},
+        }
+
+
+class Worker:
+    """A worker process for one side: `run` sends it a case and waits for the result."""
+
+    def __init__(self, side: str, python: Path, log: Path, env: dict[str, str]) -> None:
+        self.side = side
+        self.python = python
+        self.log_path = log
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.buf = b""
+        self.log: IO[bytes] | None = None
+
+    def _start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [str(self.python), "-u", str(WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env={**os.environ, **self.env},
+            start_new_session=True,  # its own process group: a timeout kills its children too
+        )
+        self.buf = b""
+        line = self._read_line(time.monotonic() + START_TIMEOUT)
+        if line is None or not json.loads(line).get("ready"):
+            code = self.stop()
+            raise ProcessError(
+                f"the {self.side} conformance worker did not start ({self.python}, exit "
+                f"{code}); its output is in {self.log_path}:\n    {self._log_tail()}"
+            )
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """The next protocol line; None at EOF or when the deadline passes."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self.buf:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return None
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return None
+                self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def _log_tail(self, since: int = 0) -> str:
+        """The last line of the worker's stderr written after offset `since`."""
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(since)
+                text = fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return lines[-1][:400] if lines else ""
+
+    def stop(self) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        code = self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self.proc = None
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+        return code
+
+    def run(self, case: CaseSpec) -> Result:
+        if self.proc is None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        since = self.log_path.stat().st_size
+        try:
+            self.proc.stdin.write((json.dumps(case.spec) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: read_line sees EOF
+        deadline = time.monotonic() + case.timeout
+        stage = "load"
+        while True:
+            line = self._read_line(deadline)
+            if line is None:
+                timed_out = self.proc.poll() is None
+                code = self.stop()
+                if timed_out:
+                    why = f"no result after {case.timeout:.0f} s"
+                    return Result(case.suite, case.name, self.side, "timeout", stage, why)
+                why = _died(code, self._log_tail(since))
+                return Result(case.suite, case.name, self.side, "crash", stage, why)
+            msg = json.loads(line)
+            if "stage" in msg:
+                stage = msg["stage"]
+            elif "result" in msg:
+                r = msg["result"]
+                times = {k: float(v) for k, v in r.items() if isinstance(v, (int, float))}
+                return Result(
+                    case.suite, case.name, self.side, r["status"], r["stage"], r["error"], times
+                )
+
+
+def _died(code: int | None, last: str) -> str:
+    if code is not None and code < 0:
+        try:
+            what = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            what = f"killed by signal {-code}"
+    else:
+        what = f"exited with code {code}"
+    return f"worker {what}" + (f": {last}" if last else "")
+
+
+def run_cases(
+    cases: list[CaseSpec],
+    sides: dict[str, Path],
+    log_dir: Path,
+    env: dict[str, str],
+    on_case: Callable[[int, CaseSpec, dict[str, Result]], None],
+    parallel: bool = False,
+) -> list[Result]:
+    """Every case on every side; `on_case(index, case, results by side)` after each case, in
+    order. With `parallel`, the sides run at the same time (one thread each): faster, but
+    their timings then compete for the cores."""
+    workers = {s: Worker(s, py, log_dir / f"{s}.log", env) for s, py in sides.items()}
+    done: list[dict[str, Result]] = [{} for _ in cases]
+    lock = threading.Condition()
+    reported = 0
+
+    def one(side: str, i: int) -> None:
+        nonlocal reported
+        case = cases[i]
+        if case.skip:
+            r = Result(case.suite, case.name, side, "not run", "", case.skip)
+        else:
+            r = workers[side].run(case)
+        with lock:
+            done[i][side] = r
+            while reported < len(cases) and len(done[reported]) == len(sides):
+                on_case(reported, cases[reported], done[reported])
+                reported += 1
+            lock.notify_all()
+
+    def side_loop(side: str) -> None:
+        for i in range(len(cases)):
+            one(side, i)
+
+    try:
+        if parallel and len(sides) > 1:
+            errors: list[BaseException] = []
+
+            def guarded(side: str) -> None:
+                try:
+                    side_loop(side)
+                except BaseException as exc:  # re-raised in the main thread
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=guarded, args=(s,), daemon=True) for s in sides]
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.5)
+            if errors:
+                raise errors[0]
+        else:
+            for i in range(len(cases)):
+                for side in sides:
+                    one(side, i)
+    finally:
+        for w in workers.values():
+            w.stop()
+    return [r for d in done for r in d.values()]

@@ -1,0 +1,200 @@
+"""Conformance suites as data: which cases, where their models come from, their limits.
+
+- `torchvision`: `torchvision_models.py` (a torch-module suite; a user's own module of
+  `CASES` works the same way, `--torch-module`).
+- `onnx-node`: ONNX's node conformance cases, generated into the cache from the generators
+  the onnx wheel ships (`worker.py gen-onnx-node`); compared with their expected outputs.
+- `ci`: the subset `make test` runs: the node cases of the ops the series changes or
+  schedules, and a few small models (one of them the model a schedule rule once broke).
+- a user's folder of ONNX files (`--onnx`): each `NAME.onnx`, or `NAME/model.onnx` with ONNX's
+  `test_data_set_0/` beside it; without data, ONNX Runtime on seeded random inputs is the
+  reference.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tvmfork import proc, ui
+from tvmfork.conformance.runner import WORKER, CaseSpec
+from tvmfork.errors import ProcessError, UsageError
+
+TORCHVISION = Path(__file__).with_name("torchvision_models.py")
+SUITES = ("torchvision", "onnx-node", "ci")
+
+# The node cases `ci` runs: ops the series' patches import, fold, lower or schedule (conv and
+# conv transpose, contractions, pooling, normalization, the elementwise ops the CPU rule keeps
+# scalar, casts it must not vectorize, the shape ops the ONNX folding patch evaluates).
+CI_NODE = [
+    "test_conv_*",
+    "test_convtranspose*",
+    "test_gemm_*",
+    "test_matmul_*",
+    "test_averagepool_2d_*",
+    "test_maxpool_2d_*",
+    "test_globalaveragepool*",
+    "test_batchnorm_*",
+    "test_instancenorm_*",
+    "test_layer_normalization_2d_*",
+    "test_softmax_*",
+    "test_sinh*",
+    "test_cosh*",
+    "test_tanh*",
+    "test_erf",
+    "test_gelu_*",
+    "test_cast_*",
+    "test_pad",
+    "test_constant_pad*",
+    "test_expand_*",
+    "test_shape*",
+    "test_constantofshape_*",
+    "test_reshape_*",
+    "test_where_*",
+    "test_and*",
+    "test_or*",
+    "test_not_*",
+]
+CI_MODELS = ["squeezenet1_1", "mobilenet_v3_small", "swin_t"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-case time limits (seconds) and the timing runs of passing model cases."""
+
+    node_timeout: float = 120.0
+    model_timeout: float = 1200.0
+    reps: int = 5
+    budget_s: float = 30.0
+
+
+def _pick(names: list[str], *groups: list[str]) -> list[str]:
+    """The names that match a pattern of every (non-empty) group."""
+    return [
+        n for n in names if all(any(fnmatch.fnmatchcase(n, p) for p in g) for g in groups if g)
+    ]
+
+
+def _worker_json(python: Path, *args: str | Path) -> dict[str, Any]:
+    out = proc.run([python, WORKER, *args]).stdout
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            return result
+    raise ProcessError(f"{WORKER.name} {' '.join(map(str, args))} printed no result:\n{out}")
+
+
+def torch_module(
+    suite: str, module: Path, python: Path, limits: Limits, *patterns: list[str]
+) -> list[CaseSpec]:
+    if not module.is_file():
+        raise UsageError(f"--torch-module {module}: no such file")
+    names = _worker_json(python, "list", module)["cases"]
+    return [
+        CaseSpec(
+            suite,
+            name,
+            {
+                "kind": "torch",
+                "module": str(module),
+                "name": name,
+                "reps": limits.reps,
+                "budget_s": limits.budget_s,
+            },
+            limits.model_timeout,
+        )
+        for name in _pick(names, *patterns)
+    ]
+
+
+def onnx_node(cache: Path, python: Path, limits: Limits, *patterns: list[str]) -> list[CaseSpec]:
+    """ONNX's node cases, generated once per onnx version into the cache."""
+    code = "import onnx, json; print(json.dumps({'v': onnx.__version__}))"
+    v = json.loads(proc.run([python, "-c", code]).stdout.strip().splitlines()[-1])["v"]
+    gen = cache / f"onnx-node-{v}"
+    index = gen / "cases.json"
+    if not index.is_file():
+        with ui.step(f"generate ONNX {v} node conformance cases into {gen}"):
+            proc.run([python, WORKER, "gen-onnx-node", gen])
+    entries = json.loads(index.read_text())
+    chosen = set(_pick([e["name"] for e in entries], *patterns))
+    return [
+        CaseSpec(
+            "onnx-node",
+            e["name"],
+            {
+                "kind": "onnx",
+                "model": e.get("model", ""),
+                "data": e.get("data", ""),
+                "rtol": e["rtol"],
+                "atol": e["atol"],
+            },
+            limits.node_timeout,
+            e.get("skip", ""),
+        )
+        for e in entries
+        if e["name"] in chosen
+    ]
+
+
+def onnx_dir(path: Path, limits: Limits, patterns: list[str]) -> list[CaseSpec]:
+    """A user's ONNX models: a file, or a folder of NAME.onnx / NAME/model.onnx."""
+    if not path.exists():
+        raise UsageError(f"--onnx {path}: no such file or folder")
+    if path.is_file():
+        models = {path.stem: path}
+    else:
+        models = {p.stem: p for p in sorted(path.glob("*.onnx"))}
+        models.update({p.parent.name: p for p in sorted(path.glob("*/model.onnx"))})
+    if not models:
+        raise UsageError(f"--onnx {path}: no NAME.onnx or NAME/model.onnx in it")
+    cases = []
+    for name in _pick(sorted(models), patterns):
+        model = models[name]
+        data = model.parent / "test_data_set_0" if model.name == "model.onnx" else None
+        spec = {
+            "kind": "onnx",
+            "model": str(model.resolve()),
+            "data": str(data.resolve()) if data is not None and data.is_dir() else "",
+            "ort": True,
+            "rtol": 1e-3,
+            "atol": 1e-5,
+            "reps": limits.reps,
+            "budget_s": limits.budget_s,
+        }
+        cases.append(CaseSpec(f"onnx:{path.name}", name, spec, limits.model_timeout))
+    return cases
+
+
+def collect(
+    names: list[str],
+    *,
+    python: Path,
+    cache: Path,
+    limits: Limits,
+    patterns: list[str],
+    onnx_paths: list[Path],
+    torch_modules: list[Path],
+) -> list[CaseSpec]:
+    """The cases of the named suites and the user's own, filtered by `patterns`."""
+    cases: list[CaseSpec] = []
+    for name in names:
+        if name == "torchvision":
+            cases += torch_module("torchvision", TORCHVISION, python, limits, patterns)
+        elif name == "onnx-node":
+            cases += onnx_node(cache, python, limits, patterns)
+        elif name == "ci":
+            ci = Limits(limits.node_timeout, limits.model_timeout, reps=0)
+            cases += onnx_node(cache, python, ci, CI_NODE, patterns)
+            cases += torch_module("torchvision", TORCHVISION, python, ci, CI_MODELS, patterns)
+        else:
+            raise UsageError(f"unknown suite {name!r}; the suites: {', '.join(SUITES)}")
+    for p in onnx_paths:
+        cases += onnx_dir(p, limits, patterns)
+    for m in torch_modules:
+        cases += torch_module(f"torch:{m.stem}", m.resolve(), python, limits, patterns)
+    return cases
+

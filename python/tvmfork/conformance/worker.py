@@ -1,0 +1,398 @@
+"""The conformance worker: runs cases in one TVM environment (a stock or a fork venv).
+
+Run by path with that venv's interpreter (`python worker.py`); it imports nothing of tvmfork,
+only the standard library and what the venv has (tvm, torch, onnx, onnxruntime). It reads one
+JSON case a line on stdin and answers on its stdout with JSON lines: `{"stage": ...}` when a
+stage begins (so a crash or a hang is charged to the stage it happened in) and one final
+`{"result": {...}}`. Everything else the case prints (TVM, LLVM, warnings) goes to stderr, so
+stdout stays the protocol.
+
+Stages, in order: load (build the model / read the files), export (torch.export; torch cases),
+import (the Relax frontend), compile (tvm.compile), run (the VM), numerics (the comparison with
+the reference). A case that passes them all is `ok`.
+
+`python worker.py gen-onnx-node DIR` writes ONNX's node conformance cases, from the generators
+the onnx wheel ships, into DIR in ONNX's own layout (model.onnx, test_data_set_0/input_N.pb,
+output_N.pb) plus DIR/cases.json.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+PROTO = sys.stdout
+
+
+def send(obj: dict[str, Any]) -> None:
+    PROTO.write(json.dumps(obj) + "\n")
+    PROTO.flush()
+
+
+class CaseFailed(Exception):
+    """The case stopped at its current stage with this message (not a harness error)."""
+
+
+class Case:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.stage = "load"
+        self.times: dict[str, float] = {}
+        self.info: dict[str, Any] = {}
+
+    def enter(self, stage: str) -> None:
+        self.stage = stage
+        send({"stage": stage})
+
+
+def last_line(exc: BaseException) -> str:
+    """The error's most telling line: TVM errors end with the check that failed."""
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if "Check failed" in ln or ln.startswith(("InternalError", "TVMError", "ValueError")):
+            return f"{type(exc).__name__}: {ln}"[:400]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:400]
+
+
+# --- values -------------------------------------------------------------------------------
+
+
+def leaves(value: Any) -> list[Any]:
+    """Flatten a TVM or torch result (tensor, tuple, list, dict) to numpy arrays, in order."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in leaves(v)]
+    if hasattr(value, "detach"):  # torch
+        return [value.detach().numpy()]
+    if hasattr(value, "numpy"):  # tvm.runtime.Tensor
+        return [value.numpy()]
+    try:  # tvm ffi Array / Shape
+        return [x for v in list(value) for x in leaves(v)]
+    except TypeError:
+        return [np.asarray(value)]
+
+
+def compare(
+    got: list[Any], want: list[Any], rtol: float, atol: float, rel_max: float
+) -> tuple[str, float]:
+    """('', worst relative error) when `got` matches `want`: count, shape, dtype, then values (ONNX's runner checks
+    the same three). `rel_max` > 0 compares max|got - want| / max|want| instead of rtol/atol
+    (models with random weights)."""
+    import numpy as np
+
+    if len(got) != len(want):
+        return f"{len(got)} outputs, expected {len(want)}", 0.0
+    worst = 0.0
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape:
+            return f"output {i}: shape {g.shape}, expected {w.shape}", worst
+        if str(g.dtype) != str(w.dtype):
+            return f"output {i}: dtype {g.dtype}, expected {w.dtype}", worst
+        if w.dtype == object or w.dtype.kind in "bUS":
+            if not np.array_equal(g, w):
+                return f"output {i}: values differ ({int((g != w).sum())} of {w.size})", worst
+            continue
+        gf, wf = g.astype(np.float64), w.astype(np.float64)
+        if rel_max > 0:
+            finite = np.isfinite(wf)
+            if not np.array_equal(finite, np.isfinite(gf)):
+                return f"output {i}: non-finite values where the reference has finite ones", worst
+            scale = float(np.abs(wf[finite]).max()) if finite.any() else 0.0
+            err = float(np.abs(gf - wf)[finite].max()) if finite.any() else 0.0
+            rel = err / scale if scale > 0 else err
+            worst = max(worst, rel)
+            if not rel <= rel_max:
+                return f"output {i}: relative max error {rel:.3g} > {rel_max:g}", worst
+            continue
+        try:
+            np.testing.assert_allclose(gf, wf, rtol=rtol, atol=atol)
+        except AssertionError as exc:
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            detail = "; ".join(ln for ln in lines if ln.startswith(("Mismatched", "Max")))
+            return f"output {i}: {detail or 'values differ'}", worst
+    return "", worst
+
+
+def tvm_vm(mod: Any, target: str, case: Case) -> Any:
+    import tvm
+    from tvm import relax
+
+    case.enter("compile")
+    t = time.perf_counter()
+    tgt = tvm.target.Target.from_device("cpu") if target == "host" else tvm.target.Target(target)
+    ex = tvm.compile(mod, target=tgt)
+    case.times["compile_s"] = time.perf_counter() - t
+    return relax.VirtualMachine(ex, tvm.cpu())
+
+
+def interleaved(fns: dict[str, Any], reps: int, budget_s: float) -> dict[str, float]:
+    """Median ms of each fn, the fns called in turn (one warm-up each), within a budget."""
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    start = time.perf_counter()
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            samples[k].append((time.perf_counter() - t) * 1e3)
+        if time.perf_counter() - start > budget_s:
+            break
+    return {f"{k}_ms": statistics.median(v) for k, v in samples.items()}
+
+
+# --- torch cases ----------------------------------------------------------------------------
+
+
+def load_module(path: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"tvmfork_suite_{abs(hash(path))}", path)
+    if spec is None or spec.loader is None:
+        raise CaseFailed(f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_MODULES: dict[str, Any] = {}
+
+
+def suite_module(path: str) -> Any:
+    if path not in _MODULES:
+        _MODULES[path] = load_module(path)
+    return _MODULES[path]
+
+
+def run_torch(case: Case, target: str) -> None:
+    import torch
+    from tvm.relax.frontend.torch import from_exported_program
+
+    spec = case.spec
+    torch.manual_seed(0)
+    model, inputs = suite_module(spec["module"]).CASES[spec["name"]]()
+    model = model.eval()
+    inputs = tuple(inputs)
+    with torch.no_grad():
+        want = leaves(model(*inputs))
+    case.enter("export")
+    with torch.no_grad():
+        exported = torch.export.export(model, inputs)
+    case.enter("import")
+    mod = from_exported_program(exported, keep_params_as_input=False)
+    vm = tvm_vm(mod, target, case)
+    case.enter("run")
+    import tvm
+
+    args = [tvm.runtime.tensor(x.detach().numpy()) for x in inputs]
+    t = time.perf_counter()
+    got = leaves(vm["main"](*args))
+    case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
+    case.enter("numerics")
+    problem, case.info["rel_err"] = compare(got, want, 0, 0, spec.get("rel_max", 1e-3))
+    if problem:
+        raise CaseFailed(problem)
+    if spec.get("reps", 0):
+
+        def eager() -> None:
+            with torch.no_grad():
+                model(*inputs)
+
+        timed = interleaved(
+            {"torch": eager, "tvm": lambda: vm["main"](*args)}, spec["reps"], spec["budget_s"]
+        )
+        case.times.update(timed)
+
+
+# --- onnx cases -----------------------------------------------------------------------------
+
+
+def read_pb(path: Path) -> Any:
+    import onnx
+    from onnx import numpy_helper
+
+    t = onnx.TensorProto()
+    t.ParseFromString(path.read_bytes())
+    return numpy_helper.to_array(t)
+
+
+def onnx_inputs(model: Any) -> list[Any]:
+    inits = {i.name for i in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def random_inputs(model: Any) -> list[Any]:
+    """Inputs for an ONNX file with no test data: seeded random values of the declared types;
+    a symbolic dimension is 1."""
+    import numpy as np
+    from onnx import helper
+
+    rng = np.random.default_rng(0)
+    out = []
+    for vi in onnx_inputs(model):
+        tt = vi.type.tensor_type
+        dt = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+        if dt.kind == "f":
+            out.append(rng.standard_normal(shape).astype(dt))
+        elif dt.kind == "b":
+            out.append(rng.integers(0, 2, shape).astype(dt))
+        else:
+            out.append(rng.integers(0, 8, shape).astype(dt))
+    return out
+
+
+def run_onnx(case: Case, target: str) -> None:
+    import onnx
+    import tvm
+    from tvm.relax.frontend.onnx import from_onnx
+
+    spec = case.spec
+    model = onnx.load(spec["model"])
+    data = Path(spec["data"]) if spec.get("data") else None
+    names = [vi.name for vi in onnx_inputs(model)]
+    want: list[Any] | None = None
+    if data is not None:
+        inputs = [read_pb(data / f"input_{i}.pb") for i in range(len(names))]
+        n_out = len(list(data.glob("output_*.pb")))
+        want = [read_pb(data / f"output_{i}.pb") for i in range(n_out)]
+    else:
+        inputs = random_inputs(model)
+    sess = None
+    if spec.get("ort"):
+        import onnxruntime as ort
+
+        sess = ort.InferenceSession(spec["model"], providers=["CPUExecutionProvider"])
+        feed = dict(zip(names, inputs, strict=True))
+        if want is None:
+            want = sess.run(None, feed)
+    if want is None:
+        raise CaseFailed("no reference: the case has no test data and ONNX Runtime is off")
+    case.enter("import")
+    mod = from_onnx(model, keep_params_in_input=False)
+    vm = tvm_vm(mod, target, case)
+    case.enter("run")
+    by_name = dict(zip(names, inputs, strict=True))
+    params = [str(getattr(p, "name", None) or p.name_hint) for p in mod["main"].params]
+    ordered = [by_name[n] for n in params] if set(params) <= set(by_name) else inputs
+    args = [tvm.runtime.tensor(x) for x in ordered]
+    t = time.perf_counter()
+    got = leaves(vm["main"](*args))
+    case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
+    case.enter("numerics")
+    problem, _ = compare(got, want, spec.get("rtol", 1e-3), spec.get("atol", 1e-7), 0)
+    if problem:
+        raise CaseFailed(problem)
+    if spec.get("reps", 0):
+        fns = {"tvm": lambda: vm["main"](*args)}
+        if sess is not None:
+            fns["ort"] = lambda: sess.run(None, feed)
+        case.times.update(interleaved(fns, spec["reps"], spec["budget_s"]))
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+
+def run_case(spec: dict[str, Any], target: str) -> dict[str, Any]:
+    case = Case(spec)
+    status, error = "ok", ""
+    send({"stage": "load"})
+    try:
+        (run_torch if spec["kind"] == "torch" else run_onnx)(case, target)
+    except CaseFailed as exc:
+        status, error = ("wrong" if case.stage == "numerics" else "error"), str(exc)
+    except Exception as exc:
+        status, error = "error", last_line(exc)
+        traceback.print_exc(file=sys.stderr)
+    stage = "ok" if status == "ok" else case.stage
+    return {"status": status, "stage": stage, "error": error, **case.times, **case.info}
+
+
+def serve() -> int:
+    target = os.environ.get("TVMFORK_TARGET", "llvm")
+    import tvm
+
+    send({"ready": True, "tvm": tvm.__version__, "target": target})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        spec = json.loads(line)
+        send({"result": run_case(spec, target)})
+        sys.stderr.flush()
+    return 0
+
+
+# --- onnx node case generation ----------------------------------------------------------------
+
+
+def gen_onnx_node(out: Path) -> int:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.backend.test.case.node import collect_testcases
+
+    out.mkdir(parents=True, exist_ok=True)
+    cases = []
+    for tc in collect_testcases():
+        entry: dict[str, Any] = {"name": tc.name, "rtol": tc.rtol, "atol": tc.atol}
+        if tc.model is None or not tc.data_sets:
+            entry["skip"] = "no model or no data in the generator"
+            cases.append(entry)
+            continue
+        d = out / tc.name
+        data = d / "test_data_set_0"
+        data.mkdir(parents=True, exist_ok=True)
+        onnx.save(tc.model, str(d / "model.onnx"))
+        inputs, outputs = tc.data_sets[0]
+        for kind, values in (("input", inputs), ("output", outputs)):
+            for i, v in enumerate(values):
+                if isinstance(v, onnx.TensorProto):
+                    proto = v
+                elif isinstance(v, (np.ndarray, np.generic)):
+                    proto = numpy_helper.from_array(np.asarray(v))
+                else:
+                    what = "sequence" if isinstance(v, list) else type(v).__name__
+                    if v is None:
+                        what = "optional (None)"
+                    entry["skip"] = f"{kind} {i} is a {what} value: only tensors are run"
+                    break
+                (data / f"{kind}_{i}.pb").write_bytes(proto.SerializeToString())
+            if "skip" in entry:
+                break
+        entry["model"] = str(d / "model.onnx")
+        entry["data"] = str(data)
+        cases.append(entry)
+    (out / "cases.json").write_text(json.dumps(cases, indent=1))
+    return 0
+
+
+def list_module(path: str) -> int:
+    send({"cases": sorted(load_module(path).CASES)})
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    global PROTO
+    # The protocol keeps the real stdout; anything else printed goes to stderr.
+    PROTO = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if argv[:1] == ["gen-onnx-node"]:
+        return gen_onnx_node(Path(argv[1]))
+    if argv[:1] == ["list"]:
+        return list_module(argv[1])
+    return serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
