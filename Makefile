@@ -10,7 +10,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TVMFORK := $(VENV)/bin/tvmfork
 
-.PHONY: all checkout wheel image test test-unit test-overlay test-native check lint clean
+.PHONY: all checkout wheel image test test-unit test-overlay test-conformance conformance \
+	test-native check lint clean
 
 all: wheel
 
@@ -29,16 +30,25 @@ wheel: $(VENV)/.installed
 image: $(VENV)/.installed
 	PY=$(PY) scripts/docker-build.sh -t tvmfork:cuda
 
-# Unit lane (the tool, real git repos in tmp dirs) and overlay lane (each Python patch's
-# regression test: fails on the stock wheel, passes on the overlay fork wheel).
+# Unit lane (the tool, real git repos in tmp dirs), overlay lane (each Python patch's
+# regression test: fails on the stock wheel, passes on the overlay fork wheel) and the
+# conformance lane's CI subset (no case that works on stock fails on the fork).
 test: $(VENV)/.installed
-	$(PY) -m pytest tests/unit tests/overlay
+	$(PY) -m pytest tests/unit tests/overlay tests/conformance
 
 test-unit: $(VENV)/.installed
 	$(PY) -m pytest -m unit tests/unit
 
 test-overlay: $(VENV)/.installed
 	$(PY) -m pytest tests/overlay
+
+test-conformance: $(VENV)/.installed
+	$(PY) -m pytest tests/conformance
+
+# The full conformance run (opt-in, hours on 2 cores): every suite, stock vs fork, with
+# timings; report in out/conformance/. ARGS passes more options (ARGS="--jobs 2").
+conformance: $(VENV)/.installed
+	$(TVMFORK) conformance torchvision onnx-node $(ARGS)
 
 # Opt-in native lane: a source-built wheel (make wheel MODE=source) and the build tree it came
 # from; runs the native patches' regression tests on that wheel and the src_cc tests (ctest).

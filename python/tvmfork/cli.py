@@ -400,7 +400,7 @@ def cmd_conformance(ctx: Ctx) -> int:
         ui.note(f"[{i + 1}/{len(cases)}] {case.suite}/{case.name}: {' | '.join(parts)}{flag}")
 
     env = {"TVMFORK_TARGET": a.target, "PYTHONDONTWRITEBYTECODE": "1"}
-    results = runner.run_cases(cases, sides, out, env, progress, parallel=a.jobs > 1)
+    results = runner.run_cases(cases, sides, out, env, progress, parallel=a.side_jobs > 1)
     jsonl, md = report.write(results, out)
     for line in report.summary(results):
         print(line)
@@ -597,6 +597,7 @@ def parser() -> argparse.ArgumentParser:
     )
     cf.add_argument(
         "--jobs",
+        dest="side_jobs",
         type=int,
         default=1,
         help="2: run the stock and fork sides at the same time (timings then compete)",
