@@ -70,8 +70,12 @@ def test_user_suites_run_isolated(tmp_path: Path) -> None:
     onnx_dir.mkdir()
     python = _fork_python()
     if not python.exists():  # made by the first conformance or verify run
-        assert _conformance("ci", "-k", "test_abs", "--report", str(tmp_path / "warm")).returncode == 0
-    subprocess.run([str(python), str(HERE / "make_onnx.py"), str(onnx_dir / "small.onnx")], check=True)
+        assert (
+            _conformance("ci", "-k", "test_abs", "--report", str(tmp_path / "warm")).returncode == 0
+        )
+    subprocess.run(
+        [str(python), str(HERE / "make_onnx.py"), str(onnx_dir / "small.onnx")], check=True
+    )
     r = _conformance(
         "--torch-module",
         str(HERE / "cases_for_tests.py"),

@@ -103,3 +103,42 @@ def test_results_match_pytorch(name: str) -> None:
     with torch.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=1e-4, atol=1e-4)
+
+
+class SliceScatter(torch.nn.Module):
+    """swin_t's shifted-window mask writes a slice with slice_scatter, whose legalized TIR
+    combines two bool buffers (`full(True) and arange < end`)."""
+
+    def forward(self, x: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        return torch.slice_scatter(x, src, dim=1, start=0, end=35)
+
+
+def test_bool_blocks_compile_and_match_pytorch() -> None:
+    """The schedule must not vectorize bool loads: a vector `and` of two bool buffers stopped
+    the fork's compile (`b_ty.MatchesCode(kDLBool)`) where stock compiles (torchvision swin_t,
+    found by the conformance lane)."""
+    rng = np.random.default_rng(0)
+    args = (
+        torch.tensor(rng.standard_normal((35, 42)).astype("float32")),
+        torch.tensor(rng.standard_normal((35, 35)).astype("float32")),
+    )
+    from tvm.relax.frontend.torch import from_exported_program
+
+    mod = from_exported_program(torch.export.export(SliceScatter().eval(), args))
+    expected = SliceScatter()(*args).numpy()
+    np.testing.assert_array_equal(run_llvm(mod, *[a.numpy() for a in args]), expected)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_casts_compile_and_match_numpy(dtype: str) -> None:
+    """TVM emulates float8 in software on scalar code: a vectorized cast stopped the fork's
+    compile ("if_then_else can only take scalar condition") where stock compiles."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.linspace(-4, 4, 64, dtype="float32").reshape(2, 32).astype(getattr(ml_dtypes, dtype))
+    bb = relax.BlockBuilder()
+    param = relax.Var("x", relax.TensorType((2, 32), dtype))
+    with bb.function("main", [param]):
+        out = bb.emit(relax.op.astype(param, "float32"))
+        bb.emit_func_output(out)
+    got = run_llvm(bb.get(), x)
+    np.testing.assert_array_equal(got, x.astype("float32"))

@@ -127,3 +127,38 @@ def test_dynamic_predicate_stays_an_if() -> None:
 
     mod = from_onnx(export(SqueezeBatch(), torch.randn(1, 3), dynamic_batch=True))
     assert has_if(mod)  # whether the batch is 1 is only known at run time
+
+
+def test_folded_shape_values_stay_int64() -> None:
+    """Folded Shape/Slice values keep ONNX's int64: ONNX's expanded SpaceToDepth/DepthToSpace
+    divide a sliced shape by an int64 constant and reshape by the result. An int32 fold (what
+    relax.const makes of int64 data unless told) met the int64 constant, the Div folded to
+    float, and Reshape refused it where stock imports (found by the conformance lane)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name: str, value: list[int]) -> onnx.NodeProto:
+        arr = numpy_helper.from_array(np.array(value, dtype="int64"))
+        return helper.make_node("Constant", [], [name], value=arr)
+
+    nodes = [
+        const("zero", [0]),
+        const("one", [1]),
+        const("two", [2]),
+        const("four", [4]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "zero", "one"], ["n"]),
+        helper.make_node("Slice", ["shape", "one", "two"], ["c"]),
+        helper.make_node("Div", ["c", "four"], ["c4"]),
+        helper.make_node("Concat", ["n", "c4", "four", "one", "two"], ["new_shape"], axis=0),
+        helper.make_node("Reshape", ["x", "new_shape"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "int64_shape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.random.default_rng(0).standard_normal((2, 8, 1, 2)).astype("float32")
+    got = run_llvm(from_onnx(model), x)
+    np.testing.assert_array_equal(got, x.reshape(2, 2, 4, 1, 2))

@@ -98,7 +98,9 @@ def test_corrupt_patch_is_an_error(fork: Fork) -> None:
         seriesmod.load(fork.root / "patches")
 
 
-def test_export_refuses_a_checkout_mid_rebase(fork: Fork, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_refuses_a_checkout_mid_rebase(
+    fork: Fork, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Mid-rebase HEAD holds only the replayed commits: an export then would delete the rest
     of the series from patches/ (seen: three patches gone after an export during `edit`)."""
     _two_patches(fork)

@@ -81,9 +81,11 @@ def _num(r: Result | None, key: str, fmt: str) -> str:
 
 def markdown(results: list[Result], slowest: int = 10) -> str:
     """The table: every case with both sides, the verdict, times; then the slowest cases."""
-    out = ["| suite | case | stock | fork | verdict | compile s (stock / fork) | "
-           "run ms (stock / fork) | PyTorch ms | ORT ms | fork error |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        "| suite | case | stock | fork | verdict | compile s (stock / fork) | "
+        "run ms (stock / fork) | PyTorch ms | ORT ms | fork error |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     all_rows = rows(results)
     for r in all_rows:
         ref = r.fork or r.stock
@@ -131,5 +133,7 @@ def load(jsonl: Path) -> list[Result]:
         d = json.loads(line)
         keys = ("suite", "case", "side", "status", "stage", "error")
         times = {k: float(v) for k, v in d.items() if k not in keys}
-        results.append(Result(*(d[k] for k in keys), times=times))
+        results.append(
+            Result(d["suite"], d["case"], d["side"], d["status"], d["stage"], d["error"], times)
+        )
     return results

@@ -73,9 +73,7 @@ class Limits:
 
 def _pick(names: list[str], *groups: list[str]) -> list[str]:
     """The names that match a pattern of every (non-empty) group."""
-    return [
-        n for n in names if all(any(fnmatch.fnmatchcase(n, p) for p in g) for g in groups if g)
-    ]
+    return [n for n in names if all(any(fnmatch.fnmatchcase(n, p) for p in g) for g in groups if g)]
 
 
 def _worker_json(python: Path, *args: str | Path) -> dict[str, Any]:
@@ -197,4 +195,3 @@ def collect(
     for m in torch_modules:
         cases += torch_module(f"torch:{m.stem}", m.resolve(), python, limits, patterns)
     return cases
-

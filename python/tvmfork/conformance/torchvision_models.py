@@ -28,7 +28,7 @@ def _torchvision() -> Any:
     none of its C++ ops (detection post-processing does, and fails when called)."""
     if not _SHIM:
         try:
-            import torchvision  # noqa: F401  (works where its C++ ops load)
+            import torchvision  # works where its C++ ops load
         except RuntimeError:
             lib = torch.library.Library("torchvision", "DEF")
             lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")

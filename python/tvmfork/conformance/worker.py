@@ -86,9 +86,9 @@ def leaves(value: Any) -> list[Any]:
 def compare(
     got: list[Any], want: list[Any], rtol: float, atol: float, rel_max: float
 ) -> tuple[str, float]:
-    """('', worst relative error) when `got` matches `want`: count, shape, dtype, then values (ONNX's runner checks
-    the same three). `rel_max` > 0 compares max|got - want| / max|want| instead of rtol/atol
-    (models with random weights)."""
+    """('', worst relative error) when `got` matches `want` (else the problem, first): count,
+    shape, dtype, then values, as ONNX's runner checks them. `rel_max` > 0 compares
+    max|got - want| / max|want| instead of rtol/atol (models with random weights)."""
     import numpy as np
 
     if len(got) != len(want):
