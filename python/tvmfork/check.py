@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +20,44 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-def trailer_problems(patch: Patch, repo_root: Path) -> list[str]:
+# What a `Fixes:` trailer may name, separated by ';' or ',': a section of a file in this
+# repository (patches/README.md#name), an issue of a GitHub repository (apache/tvm#17890),
+# or a URL.
+ISSUE_RE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$")
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """GitHub's anchors for the headings of a Markdown text."""
+    anchors = set()
+    for line in markdown.splitlines():
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            text = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            anchors.add(text.replace(" ", "-"))
+    return anchors
+
+
+def fixes_problems(patch: Patch, repo_root: Path) -> list[str]:
+    """Each `Fixes:` reference resolves: a repository file (and its #section) exists."""
     out = []
+    for value in patch.trailers.get("Fixes", []):
+        for ref in filter(None, (r.strip() for r in re.split(r"[;,]", value))):
+            if ISSUE_RE.match(ref) or ref.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = ref.partition("#")
+            target = repo_root / path
+            if " " in path or not target.is_file():
+                out.append(
+                    f"{patch.name}: Fixes: {ref!r} is neither a file of this repository "
+                    "(patches/README.md#section), an issue (owner/repo#N) nor a URL"
+                )
+            elif anchor and anchor not in heading_anchors(target.read_text()):
+                out.append(f"{patch.name}: Fixes: {ref!r}: {path} has no section #{anchor}")
+    return out
+
+
+def trailer_problems(patch: Patch, repo_root: Path) -> list[str]:
+    out = fixes_problems(patch, repo_root)
     for key in REQUIRED_TRAILERS:
         values = patch.trailers.get(key, [])
         if not values or not all(values):
@@ -40,8 +77,38 @@ def trailer_problems(patch: Patch, repo_root: Path) -> list[str]:
     return out
 
 
-def run(repo_root: Path, stock_wheel: Path | None) -> Report:
-    """Check the series at `repo_root/patches`; `stock_wheel` enables the overlay check."""
+def standalone_problems(series: Series, checkout: Path) -> list[str]:
+    """Each patch applies on the pin after its `Depends-On:` patches alone, so each can be
+    staged as a pull request of its own (`tvmfork stage`)."""
+    from tvmfork import git
+    from tvmfork.checkout import base_of
+    from tvmfork.patchflow import am
+    from tvmfork.stage import dependencies
+
+    repo = git.Repo(checkout)
+    base = base_of(repo)
+    out = []
+    with git.worktree(repo, base) as wt:
+        for p in series.patches:
+            wt.run("reset", "-q", "--hard", base)
+            deps = dependencies(series, p)
+            try:
+                for q in [*deps, p]:
+                    am(wt, q)
+            except PatchError as exc:
+                named = ", ".join(d.name for d in deps) or "none"
+                first = str(exc).splitlines()[0]
+                out.append(
+                    f"{p.name} does not apply on the pin after its Depends-On patches alone "
+                    f"({named}): {first}; add a Depends-On: trailer for the patch it needs"
+                )
+    return out
+
+
+def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None) -> Report:
+    """Check the series at `repo_root/patches`; `stock_wheel` enables the overlay check and
+    `checkout` (a tvmfork checkout) the check that each patch applies with its dependencies
+    alone."""
     report = Report()
     patches_dir = repo_root / "patches"
     try:
@@ -63,6 +130,22 @@ def run(repo_root: Path, stock_wheel: Path | None) -> Report:
         if p.subject in subjects:
             report.problems.append(f"{p.name} and {subjects[p.subject]} share a subject")
         subjects[p.subject] = p.name
+    if checkout is None:
+        report.notes.append(
+            "stage check not run: no checkout (`tvmfork checkout` makes one); it proves each "
+            "patch applies on the pin after its Depends-On patches alone"
+        )
+    else:
+        try:
+            problems = standalone_problems(series, checkout)
+        except TvmforkError as exc:
+            problems = [f"stage check: {exc}"]
+        report.problems += problems
+        if not problems:
+            report.notes.append(
+                f"each of the {len(series.patches)} patch(es) applies on the pin after its "
+                f"Depends-On patches alone (checkout {checkout})"
+            )
     python_patches = [p for p in series.patches if not p.native]
     if stock_wheel is None:
         report.notes.append(

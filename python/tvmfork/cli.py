@@ -121,7 +121,9 @@ def _cached_stock(ctx: Ctx) -> Path | None:
 def cmd_check(ctx: Ctx) -> int:
     from tvmfork import check
 
-    report = check.run(ctx.root, _cached_stock(ctx))
+    checkout = ctx.checkout_dir()
+    has_checkout = (checkout / ".git").exists()
+    report = check.run(ctx.root, _cached_stock(ctx), checkout if has_checkout else None)
     if report.series:
         for p in report.series.patches:
             kind = "native" if p.native else "python"
@@ -393,7 +395,7 @@ def cmd_conformance(ctx: Ctx) -> int:
     def progress(i: int, case: runner.CaseSpec, by_side: dict[str, runner.Result]) -> None:
         row = report.Row(case.suite, case.name, by_side.get("stock"), by_side.get("fork"))
         parts = []
-        for side, r in by_side.items():
+        for side, r in sorted(by_side.items(), key=lambda kv: kv[0] != "stock"):
             t = f" {r.times['compile_s']:.1f} s" if "compile_s" in r.times else ""
             parts.append(f"{side} {report.word(r)}{t}")
         flag = f"  {row.verdict}" if row.verdict else ""
@@ -504,7 +506,12 @@ def parser() -> argparse.ArgumentParser:
     with_checkout(e)
     e.add_argument("--check", action="store_true", help="only report what is stale")
 
-    sub.add_parser("check", help="validate the series, trailers and overlay applicability")
+    ck = sub.add_parser(
+        "check",
+        help="validate the series: trailers, Fixes references, each patch stageable with its "
+        "Depends-On patches (needs a checkout), overlay applicability",
+    )
+    with_checkout(ck)
     sub.add_parser("labels", help="print the pinned commit and the series digest (image labels)")
 
     w = sub.add_parser("wheel", help="build a fork wheel")

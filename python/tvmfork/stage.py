@@ -73,20 +73,72 @@ def _added_tests(patch: Patch) -> list[str]:
     return tests
 
 
-def body(patch: Patch, deps: list[Patch], checks: list[tuple[str, str, str]]) -> str:
+# Trailers that mean something in this repository only: a staged commit drops them.
+FORK_TRAILERS = ("Fixes", "Upstream-Status", "Regression-Test", "Depends-On")
+ISSUE_RE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$")
+
+
+def fixes(patch: Patch, repo_root: Path) -> tuple[list[str], list[str]]:
+    """(upstream references, the sections of this repository's pages) of the `Fixes:`
+    trailers: issues and URLs go into the pull request as they are; a section
+    (patches/README.md#name) gives its text (the bug, the reproduction)."""
+    refs, sections = [], []
+    for value in patch.trailers.get("Fixes", []):
+        for ref in filter(None, (r.strip() for r in re.split(r"[;,]", value))):
+            if ISSUE_RE.match(ref) or ref.startswith(("http://", "https://")):
+                refs.append(ref)
+                continue
+            path, _, anchor = ref.partition("#")
+            text = section(repo_root / path, anchor) if (repo_root / path).is_file() else ""
+            if text:
+                sections.append(text)
+    return refs, sections
+
+
+def section(page: Path, anchor: str) -> str:
+    """The text under the heading of `page` whose anchor is `anchor`, without the upstream
+    and status lines (they are the fork's bookkeeping; the references are listed apart)."""
+    lines = page.read_text().splitlines()
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        m = re.match(r"^(#{1,6})\s+(.*)$", line)
+        if m:
+            if inside:
+                break
+            slug = re.sub(r"[^\w\- ]", "", m.group(2).strip().lower()).replace(" ", "-")
+            inside = slug == anchor
+            continue
+        if inside:
+            out.append(line)
+    paragraphs = [p for p in "\n".join(out).strip().split("\n\n") if p.strip()]
+    return "\n\n".join(p for p in paragraphs if not p.startswith("**Upstream.**"))
+
+
+def body(
+    patch: Patch, deps: list[Patch], checks: list[tuple[str, str, str]], repo_root: Path
+) -> str:
     lines = [_description(patch), ""]
+    refs, sections = fixes(patch, repo_root)
+    if sections:
+        lines += ["### Reproduction", "", *sections, ""]
     tests = _added_tests(patch)
     lines.append("### Tests")
     lines += [f"- `{t}`" for t in tests] or ["- (this patch adds no test functions)"]
     lines.append("")
-    fixes = patch.trailers.get("Fixes", [])
-    if fixes:
-        lines += ["### Fixes", *[f"- {f}" for f in fixes], ""]
+    if refs:
+        lines += ["### Fixes", *[f"- {f}" for f in refs], ""]
     if deps:
         lines += ["### Depends on", *[f"- {d.subject}" for d in deps], ""]
     lines.append("### Checks")
     lines += [f"- {name} `{file}`: {result}" for name, file, result in checks]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def upstream_message(patch: Patch) -> str:
+    """The commit message for upstream: subject and description, the fork's trailers
+    dropped."""
+    return f"{patch.subject}\n\n{_description(patch)}\n"
 
 
 def _tool(name: str) -> list[str] | None:
@@ -141,6 +193,8 @@ def _slug(name: str) -> str:
 
 
 def stage(series: Series, name: str, checkout: Path, out_dir: Path, onto: str | None) -> Bundle:
+    """Stage `name` (after its dependencies) on the pin or `onto`; its commit carries the
+    message upstream sees (no fork trailers), and the bundle the pull request."""
     patch = series.get(name)
     for key in REQUIRED_TRAILERS:
         if not patch.trailer(key):
@@ -154,6 +208,9 @@ def stage(series: Series, name: str, checkout: Path, out_dir: Path, onto: str | 
     with git.worktree(repo, base) as wt:
         for p in [*deps, patch]:
             am(wt, p, three_way=onto is not None)
+        wt.run(
+            "commit", "-q", "--amend", "-F", "-", input=upstream_message(patch), env=git.COMMITTER
+        )
         head = wt.head()
         checks = run_checks(wt, base)
     repo.run("branch", "-f", branch, head)
@@ -163,7 +220,7 @@ def stage(series: Series, name: str, checkout: Path, out_dir: Path, onto: str | 
     bundle.mkdir(parents=True)
     (bundle / patch.name).write_bytes(format_commit(repo, head))
     (bundle / "title.txt").write_text(patch.subject + "\n")
-    (bundle / "body.md").write_text(body(patch, deps, checks))
+    (bundle / "body.md").write_text(body(patch, deps, checks, series.dir.parent))
     (bundle / "checks.txt").write_text(
         "".join(f"{name}\t{file}\t{result}\n" for name, file, result in checks)
     )

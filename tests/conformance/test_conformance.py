@@ -42,7 +42,7 @@ def _results(report: Path) -> dict[tuple[str, str], dict[str, dict[str, object]]
 
 
 def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
-    r = _conformance("ci", "--report", str(tmp_path))
+    r = _conformance("ci", "--jobs", "2", "--report", str(tmp_path))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     by = _results(tmp_path)
     assert all(set(sides) == {"stock", "fork"} for sides in by.values())

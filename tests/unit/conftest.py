@@ -157,12 +157,21 @@ class Fork:
     def tvm(self, *args: str) -> str:
         return git(self.checkout, *args)
 
-    def commit_change(self, path: str, old: str, new: str, subject: str, test: str = "") -> None:
+    def commit_change(
+        self,
+        path: str,
+        old: str,
+        new: str,
+        subject: str,
+        test: str = "",
+        fixes: str = "patches/README.md#example; apache/tvm#1",
+        extra: str = "",
+    ) -> None:
         f = self.checkout / path
         text = f.read_text() if f.exists() else ""
         write(f, text.replace(old, new) if old else text + new)
         trailers = (
-            "Fixes: BUGS.md section 1\nUpstream-Status: pending\n"
+            f"Fixes: {fixes}\n{extra}Upstream-Status: pending\n"
             f"Regression-Test: {test or 'tests/regression/test_example.py'}"
         )
         self.tvm("add", "-A")
@@ -209,6 +218,7 @@ incompatible = ["0.2.0.post1"]
 ''',
     )
     write(root / "tests/regression/test_example.py", "def test_x():\n    pass\n")
+    write(root / "patches/README.md", "# Patches\n\n## example\n\nWhat it fixes.\n")
     checkout = tmp_path / "checkout"
     write(
         root / "tvmfork.local.toml",

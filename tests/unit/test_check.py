@@ -56,7 +56,7 @@ def test_unlisted_patch(exported: Fork) -> None:
     ("old", "new", "expected"),
     [
         ("Upstream-Status: pending", "Upstream-Status: someday", "is not one of"),
-        ("Fixes: BUGS.md section 1\n", "", "missing trailer Fixes"),
+        ("Fixes: patches/README.md#example; apache/tvm#1\n", "", "missing trailer Fixes"),
         ("tests/regression/test_example.py", "tests/regression/test_gone.py", "does not exist"),
         ("tests/regression/test_example.py", "tests/unit/test_x.py", "not under tests/regression"),
     ],
@@ -90,3 +90,44 @@ def test_tvm_ffi_range_is_derived_and_the_table_checked(exported: Fork) -> None:
     lock_path.write_text(lock_path.read_text().replace('"0.1.5"', '"0.2.1"'))
     problems = check.run(exported.root, None).problems
     assert problems == ["tvm-ffi 0.2.1 is listed compatible but outside <0.2.0,>=0.1.0"]
+
+
+def test_fixes_references_must_resolve(fork: Fork) -> None:
+    fork.commit_change(PY_FILE, "return x + 3", "return x - 3", "[A] a", fixes="BUGS.md section 2")
+    fork.commit_change("src/op.cc", "return 1", "return 2", "[B] b", fixes="patches/README.md#nope")
+    fork.commit_change(
+        "src/op.cc", "return 2", "return 3", "[C] c", fixes="https://example.org/x; owner/r#12"
+    )
+    assert fork.run("export") == 0
+    problems = check.run(fork.root, None).problems
+    assert any("a.patch: Fixes: 'BUGS.md section 2' is neither a file" in p for p in problems)
+    assert any(
+        "b.patch: Fixes: 'patches/README.md#nope': patches/README.md has no section" in p
+        for p in problems
+    )
+    assert not any(p.startswith("c.patch") for p in problems), problems
+
+
+def test_each_patch_applies_after_its_declared_dependencies(fork: Fork) -> None:
+    fork.commit_change("src/op.cc", "return 1", "return 2", "[A] First")
+    fork.commit_change("src/op.cc", "return 2", "return 3", "[B] Builds on the first")
+    assert fork.run("export") == 0
+    report = check.run(fork.root, None, fork.checkout)
+    (problem,) = report.problems
+    assert problem.startswith(
+        "builds-on-the-first.patch does not apply on the pin after its "
+        "Depends-On patches alone (none)"
+    )
+    # declared, it stages
+    fork.tvm("reset", "-q", "--hard", "HEAD~1")
+    fork.commit_change(
+        "src/op.cc",
+        "return 2",
+        "return 3",
+        "[B] Builds on the first",
+        extra="Depends-On: first.patch\n",
+    )
+    assert fork.run("export") == 0
+    report = check.run(fork.root, None, fork.checkout)
+    assert report.problems == []
+    assert any("applies on the pin after its Depends-On patches alone" in n for n in report.notes)

@@ -43,11 +43,17 @@ def test_stage_makes_a_branch_and_a_bundle(two: Fork, tmp_path) -> None:
     assert "return x - 3" not in two.tvm("show", f"{bundle.branch}:{PY_FILE}")
     assert (bundle.dir / "title.txt").read_text() == "[Op] Native fix\n"
     body = (bundle.dir / "body.md").read_text()
-    assert "Why this change." in body and "- BUGS.md section 1" in body
-    assert "Upstream-Status" not in body
-    assert (bundle.dir / "native-fix.patch").read_bytes() == (
-        two.root / "patches/native-fix.patch"
-    ).read_bytes()
+    assert "Why this change." in body
+    # the reproduction comes from the patches page, the upstream issue as it is; nothing
+    # points into this repository
+    assert "### Reproduction\n\nWhat it fixes." in body and "- apache/tvm#1" in body
+    assert "patches/README.md" not in body and "Upstream-Status" not in body
+    staged = (bundle.dir / "native-fix.patch").read_text()
+    series_patch = (two.root / "patches/native-fix.patch").read_text()
+    assert "Why this change." in staged
+    for trailer in ("Fixes:", "Upstream-Status:", "Regression-Test:"):
+        assert trailer in series_patch and trailer not in staged
+    assert staged[staged.index("diff --git") :] == series_patch[series_patch.index("diff --git") :]
     assert git(two.upstream.repo, "branch", "--list", "tvmfork/*") == ""  # nothing pushed
 
 
@@ -57,7 +63,7 @@ def test_stage_with_dependency_and_license_check(two: Fork, tmp_path) -> None:
         "commit",
         "--amend",
         "-qm",
-        "[Op] New file\n\nWhy.\n\nFixes: x\nUpstream-Status: pending\n"
+        "[Op] New file\n\nWhy.\n\nFixes: apache/tvm#2\nUpstream-Status: pending\n"
         "Regression-Test: tests/regression/test_example.py\nDepends-On: native-fix",
     )
     assert two.run("export") == 0

@@ -14,6 +14,8 @@ import pytest
 from tvmfork import venvs
 from tvmfork.errors import UsageError
 
+pytestmark = pytest.mark.unit
+
 _HOLD = """
 import fcntl, sys, time
 fh = open(sys.argv[1], "a+")
