@@ -16,7 +16,7 @@ from typing import Any
 from tvmfork import __version__, settings, ui
 from tvmfork import lock as lockmod
 from tvmfork import series as seriesmod
-from tvmfork.errors import PatchError, TvmforkError, UsageError, VerifyError
+from tvmfork.errors import PatchError, SourceError, TvmforkError, UsageError, VerifyError
 
 
 def find_root(start: Path) -> Path:
@@ -44,6 +44,17 @@ class Ctx:
 
     def checkout_dir(self) -> Path:
         return self.settings.resolved_checkout()
+
+
+def require_checkout(ctx: Ctx) -> Path:
+    """The TVM checkout, or a SourceError that says how to make one."""
+    path = ctx.checkout_dir()
+    if not (path / ".git").exists():
+        raise SourceError(
+            f"no TVM checkout at {path}; make one with `tvmfork checkout` (or `make "
+            "checkout`), or point --checkout / checkout_dir at yours"
+        )
+    return path
 
 
 def cmd_checkout(ctx: Ctx) -> int:
@@ -74,7 +85,7 @@ def cmd_checkout(ctx: Ctx) -> int:
 def cmd_apply(ctx: Ctx) -> int:
     from tvmfork.patchflow import apply
 
-    res = apply(ctx.series(), ctx.checkout_dir(), force=ctx.args.force)
+    res = apply(ctx.series(), require_checkout(ctx), force=ctx.args.force)
     if not res.unchanged:
         print(f"applied {len(res.applied)} patch(es); {ctx.checkout_dir()} is at {res.head[:12]}")
         for name in res.applied:
@@ -89,7 +100,7 @@ def cmd_export(ctx: Ctx) -> int:
         current = ctx.series()
     except PatchError:
         current = None
-    plan = plan_export(ctx.patches_dir, ctx.checkout_dir(), current)
+    plan = plan_export(ctx.patches_dir, require_checkout(ctx), current)
     if ctx.args.check:
         if plan.stale:
             print("patches/ is stale against the checkout:")
@@ -304,6 +315,8 @@ def cmd_verify(ctx: Ctx) -> int:
     from tvmfork import verify
 
     series = ctx.series()
+    for name in ctx.args.patches:
+        series.get(name)  # an unknown name stops here, before any venv is built
     stock_py, fork_py, included, stock_only = _test_venvs(ctx, series)
     rows = verify.verify(
         series, ctx.root, stock_py, fork_py, included, ctx.args.patches or None, stock_only
@@ -329,7 +342,9 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
     from tvmfork.patchflow import series_applied
 
     series = ctx.series()
-    checkout = ctx.checkout_dir()
+    for name in ctx.args.patches:
+        series.get(name)
+    checkout = require_checkout(ctx)
     if not series_applied(checkout, series):
         raise UsageError(
             f"{checkout} does not carry the series as it is in patches/; run "
@@ -420,7 +435,9 @@ def cmd_stage(ctx: Ctx) -> int:
     from tvmfork import stage
 
     a = ctx.args
-    bundle = stage.stage(ctx.series(), a.patch, ctx.checkout_dir(), ctx.settings.out_dir, a.onto)
+    series = ctx.series()
+    series.get(a.patch)
+    bundle = stage.stage(series, a.patch, require_checkout(ctx), ctx.settings.out_dir, a.onto)
     print(f"branch {bundle.branch} at {bundle.head[:12]} in {ctx.checkout_dir()} (not pushed)")
     print(f"pull request bundle: {bundle.dir}")
     for name, file, result in bundle.checks:
@@ -435,7 +452,7 @@ def cmd_roll(ctx: Ctx) -> int:
 
     a = ctx.args
     series = ctx.series()
-    result = roll.roll(series, ctx.checkout_dir(), a.to, ctx.settings.source)
+    result = roll.roll(series, require_checkout(ctx), a.to, ctx.settings.source)
     print(f"rolling {len(series.patches)} patch(es) onto {a.to} ({result.base[:12]}):")
     for row in result.rows:
         print(f"  {row.status:18} {row.patch}")
@@ -491,7 +508,11 @@ def parser() -> argparse.ArgumentParser:
     )
     g = c.add_mutually_exclusive_group()
     g.add_argument("--all-submodules", action="store_true", help="not only the required ones")
-    g.add_argument("--no-submodules", action="store_true")
+    g.add_argument(
+        "--no-submodules",
+        action="store_true",
+        help="no submodule at all (enough to edit and export Python patches; not to build)",
+    )
     c.add_argument("--full-history", action="store_true", help="fetch history, not depth 1")
 
     a = sub.add_parser("apply", help="apply the series to the checkout (git am)")
@@ -515,8 +536,19 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("labels", help="print the pinned commit and the series digest (image labels)")
 
     w = sub.add_parser("wheel", help="build a fork wheel")
-    w.add_argument("--mode", choices=settings.MODES)
-    w.add_argument("--variant", choices=settings.VARIANTS)
+    w.add_argument(
+        "--mode",
+        choices=settings.MODES,
+        help="overlay: the stock PyPI wheel with the Python patches (seconds); source: build "
+        "the patched checkout with CMake + Ninja (needs `tvmfork checkout`, a C++ compiler, "
+        "LLVM >= 15); auto (default): source when the series has native patches and this "
+        "machine can build, else overlay, saying what it left out",
+    )
+    w.add_argument(
+        "--variant",
+        choices=settings.VARIANTS,
+        help="source builds: cpu (default) or cuda (needs nvcc; the CUDA runtime sidecar)",
+    )
     w.add_argument(
         "--python-only",
         action="store_true",
@@ -529,11 +561,21 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--jobs", help="parallel compile jobs (source mode; default: all CPUs)")
     w.add_argument("--cuda-arch", dest="cuda_architectures", help="CMAKE_CUDA_ARCHITECTURES")
     w.add_argument("--llvm-config", dest="llvm_config", help="the llvm-config to build with")
-    w.add_argument("--no-ccache", dest="ccache", action="store_false", default=None)
+    w.add_argument(
+        "--no-ccache",
+        dest="ccache",
+        action="store_false",
+        default=None,
+        help="source builds: compile without ccache even where it is installed",
+    )
 
     i = sub.add_parser("info", help="the fork manifest of the installed TVM")
-    i.add_argument("--json", action="store_true")
-    i.add_argument("--python", help="the interpreter whose TVM to describe (default: this one)")
+    i.add_argument("--json", action="store_true", help="print the data as JSON")
+    i.add_argument(
+        "--python",
+        help="the interpreter or venv folder whose TVM to describe (default: the active venv, "
+        "else the python3 on PATH, else tvmfork's own)",
+    )
 
     def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:
         """Options of the commands that run tests on a stock and a fork venv."""
@@ -598,7 +640,12 @@ def parser() -> argparse.ArgumentParser:
     cf.add_argument(
         "-k", action="append", default=[], metavar="GLOB", help="only cases matching a GLOB"
     )
-    cf.add_argument("--side", choices=("both", "stock", "fork"), default="both")
+    cf.add_argument(
+        "--side",
+        choices=("both", "stock", "fork"),
+        default="both",
+        help="run one side only (no regression check then); default both",
+    )
     cf.add_argument(
         "--target", default="llvm", help="TVM target, or 'host' for the host's ISA (llvm)"
     )
@@ -709,6 +756,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tvmfork: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`tvmfork info --json | head`): not an error of ours. Point
+        # stdout at devnull so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

@@ -7,7 +7,10 @@ standard library, so it works in any environment, including one whose TVM would 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -38,13 +41,46 @@ print(json.dumps(out))
 """
 
 
+def interpreter(python: str | None) -> tuple[str, str]:
+    """The interpreter whose TVM the user means, and how it was chosen: `--python` (an
+    interpreter or a venv folder), else the active venv ($VIRTUAL_ENV), else the `python3` on
+    PATH, else tvmfork's own."""
+    if python:
+        path = Path(python)
+        if path.is_dir():
+            for exe in (path / "bin" / "python", path / "Scripts" / "python.exe"):
+                if exe.is_file():
+                    return str(exe), f"--python {python} (a venv)"
+            raise UsageError(
+                f"--python {python}: a folder with no bin/python; name a venv or an interpreter"
+            )
+        if not path.is_file() and shutil.which(python) is None:
+            raise UsageError(f"--python {python}: no such interpreter")
+        return python, "--python"
+    venv = os.environ.get("VIRTUAL_ENV")
+    if venv and Path(venv).resolve() != Path(sys.prefix).resolve():
+        exe = Path(venv) / "bin" / "python"
+        if exe.is_file():
+            return str(exe), "the active venv ($VIRTUAL_ENV)"
+    for name in ("python3", "python"):
+        found = shutil.which(name)
+        if found and Path(found).resolve().parent != Path(sys.executable).resolve().parent:
+            return found, f"the {name} on PATH"
+    return sys.executable, "tvmfork's own interpreter (no venv active, no other python on PATH)"
+
+
 def gather(python: str | None = None) -> dict[str, Any]:
-    exe = python or sys.executable
+    exe, why = interpreter(python)
     r = proc.run([exe, "-c", PROBE], check=False)
-    if r.returncode != 0:
-        raise UsageError(f"cannot inspect the environment of {exe}:\n    {r.stdout.strip()}")
-    data: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    if r.returncode != 0 or not last.startswith("{"):
+        raise UsageError(
+            f"cannot inspect the environment of {exe}: it exited with "
+            f"{r.returncode}:\n    {last or '(no output)'}"
+        )
+    data: dict[str, Any] = json.loads(last)
     data["python"] = exe
+    data["chosen"] = why
     req = (data["manifest"] or {}).get("tvm_ffi_requirement")
     if req and data["tvm_ffi"]:
         try:
@@ -55,9 +91,10 @@ def gather(python: str | None = None) -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
+    where = f"{data['python']} ({data['chosen']}; --python PATH inspects another)"
     if data["tvm"] is None:
-        return f"no TVM is installed for {data['python']}"
-    lines = [f"apache-tvm {data['tvm']} at {data['location']}"]
+        return f"no TVM is installed for {where}"
+    lines = [f"apache-tvm {data['tvm']} at {data['location']}", f"  python: {where}"]
     man = data["manifest"]
     ffi = data["tvm_ffi"] or "not installed"
     if man is None:

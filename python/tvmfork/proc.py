@@ -55,10 +55,18 @@ def run(
             check=False,
         )
     except FileNotFoundError as exc:
-        raise ProcessError(f"command not found: {cmd[0]} (needed for: {_fmt(cmd)})") from exc
+        raise ProcessError(_not_found(cmd, cwd)) from exc
     if check and proc.returncode != 0:
         raise ProcessError(failure_message(cmd, proc.returncode, proc.stdout or "", cwd))
     return proc
+
+
+def _not_found(cmd: Sequence[str | Path], cwd: Path | None) -> str:
+    """Why Popen found nothing: a missing working directory reads the same as a missing
+    program (ENOENT), and a user needs to know which."""
+    if cwd is not None and not Path(cwd).is_dir():
+        return f"folder {cwd} does not exist (needed to run: {_fmt(cmd)})"
+    return f"command not found: {cmd[0]} (needed for: {_fmt(cmd)})"
 
 
 def failure_message(
@@ -100,7 +108,7 @@ def stream(
                 start_new_session=True,  # its own process group: stopped as a whole
             )
         except FileNotFoundError as exc:
-            raise ProcessError(f"command not found: {cmd[0]} (needed for: {_fmt(cmd)})") from exc
+            raise ProcessError(_not_found(cmd, cwd)) from exc
         assert child.stdout is not None
         try:
             for line in child.stdout:

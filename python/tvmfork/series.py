@@ -144,7 +144,8 @@ class Series:
         for p in self.patches:
             if p.name == name or p.name.removesuffix(".patch") == name:
                 return p
-        raise PatchError(f"no patch named {name!r} in {self.dir / SERIES}")
+        known = "\n  ".join(p.name.removesuffix(".patch") for p in self.patches)
+        raise PatchError(f"no patch named {name!r} in {self.dir / SERIES}; the patches:\n  {known}")
 
 
 def load(patches_dir: Path) -> Series:

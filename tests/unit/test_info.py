@@ -52,3 +52,59 @@ def test_fork_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_stock_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(_fake_env(tmp_path, "0.26.0", "0.1.14.post1", None)))
     assert "stock TVM (no fork manifest)" in info.render(info.gather(sys.executable))
+
+
+def test_the_active_venv_is_inspected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `pip install out/*.whl` in the user's venv, `tvmfork info` reports on that venv,
+    not on tvmfork's own interpreter, and says which one it looked at."""
+    import venv
+
+    user = tmp_path / "user-venv"
+    venv.create(user, with_pip=False)
+    site = next(user.glob("lib/python*/site-packages"))
+    _fake_env(site, "0.26.0+fork.abc", "0.1.14.post1", MANIFEST)
+    monkeypatch.setenv("VIRTUAL_ENV", str(user))
+    data = info.gather(None)
+    assert data["python"] == str(user / "bin" / "python")
+    assert data["tvm"] == "0.26.0+fork.abc"
+    assert "the active venv ($VIRTUAL_ENV)" in info.render(data)
+    # a venv folder given with --python works the same
+    monkeypatch.delenv("VIRTUAL_ENV")
+    assert info.gather(str(user))["tvm"] == "0.26.0+fork.abc"
+
+
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [("/nonexistent/python", "no such interpreter"), ("EMPTY_DIR", "a folder with no bin/python")],
+)
+def test_bad_python_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arg: str, message: str
+) -> None:
+    from tvmfork import cli
+
+    if arg == "EMPTY_DIR":
+        arg = str(tmp_path)
+    assert cli.main(["info", "--python", arg]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "import importlib" not in err
+
+
+def test_closed_pipe_is_not_a_traceback() -> None:
+    """`tvmfork info --json | head`: the reader is gone before tvmfork writes."""
+    import os
+    import subprocess
+
+    read, write_end = os.pipe()
+    os.close(read)  # every write to the pipe now fails with EPIPE
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "tvmfork", "info", "--json"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
