@@ -432,18 +432,41 @@ def cmd_conformance(ctx: Ctx) -> int:
 
 
 def cmd_stage(ctx: Ctx) -> int:
-    from tvmfork import stage
+    from tvmfork import stage, venvs
 
     a = ctx.args
+    s = ctx.settings
+
+    def upstream_linters(wt: Any) -> tuple[dict[str, list[str]], str]:
+        """Upstream's own ruff and clang-format, at the versions its pre-commit config pins,
+        in a tool venv of the cache."""
+        reqs, note = stage.linter_requirements(wt)
+        if not reqs:
+            return {}, note
+        venv = s.cache_dir / "venvs" / f"lint-{venvs.key(*reqs)}"
+        venvs.ensure(venv, reqs, python=s.python)
+        tools = {
+            t: [str(venv / "bin" / t)]
+            for t in stage.LINTERS
+            if any(r.startswith(f"{stage.LINTERS[t][1]}==") for r in reqs)
+        }
+        ui.note(f"upstream's linters: {', '.join(reqs)}")
+        return tools, note
+
     series = ctx.series()
     series.get(a.patch)
-    bundle = stage.stage(series, a.patch, require_checkout(ctx), ctx.settings.out_dir, a.onto)
-    print(f"branch {bundle.branch} at {bundle.head[:12]} in {ctx.checkout_dir()} (not pushed)")
+    checkout = require_checkout(ctx)
+    bundle = stage.stage(series, a.patch, checkout, s.out_dir, a.onto, upstream_linters)
+    print(f"branch {bundle.branch} at {bundle.head[:12]} in {checkout} (not pushed)")
     print(f"pull request bundle: {bundle.dir}")
     for name, file, result in bundle.checks:
         print(f"  {name:12} {file}: {result}")
     if not bundle.ok:
-        raise VerifyError("the staged patch fails TVM's checks (see above and checks.txt)")
+        raise VerifyError(
+            "NOT READY: a check failed or did not run (see above and checks.txt); a skipped "
+            "check proves nothing"
+        )
+    print("ready: every check ran and passed")
     return 0
 
 

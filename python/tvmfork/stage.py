@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +33,8 @@ class Bundle:
 
     @property
     def ok(self) -> bool:
-        return all(result.startswith(("ok", "skipped")) for _, _, result in self.checks)
+        """Ready: every check ran and passed (a skipped check proves nothing)."""
+        return all(result.startswith("ok") for _, _, result in self.checks)
 
 
 def dependencies(series: Series, patch: Patch) -> list[Patch]:
@@ -141,20 +142,52 @@ def upstream_message(patch: Patch) -> str:
     return f"{patch.subject}\n\n{_description(patch)}\n"
 
 
-def _tool(name: str) -> list[str] | None:
-    path = shutil.which(name)
-    if path:
-        return [path]
-    exe = Path(sys.executable).with_name(name)
-    return [str(exe)] if exe.is_file() else None
+# The pre-commit hooks whose versions upstream pins, and the PyPI package of each tool.
+LINTERS = {
+    "ruff": ("astral-sh/ruff-pre-commit", "ruff"),
+    "clang-format": ("pre-commit/mirrors-clang-format", "clang-format"),
+}
 
 
-def run_checks(wt: git.Repo, base: str) -> list[tuple[str, str, str]]:
-    """TVM's checks on the files the staged commits touch (as its CI lints them)."""
+def pinned_linters(config: str) -> dict[str, str]:
+    """{tool: version} of the LINTERS that a .pre-commit-config.yaml pins (`rev: v0.12.3`)."""
+    found: dict[str, str] = {}
+    current = None
+    for line in config.splitlines():
+        repo = re.match(r"^\s*-\s*repo:\s*(\S+)", line)
+        if repo:
+            current = next((t for t, (r, _) in LINTERS.items() if repo.group(1).endswith(r)), None)
+            continue
+        rev = re.match(r"^\s*rev:\s*[\"']?v?([0-9][^\"'\s]*)", line)
+        if rev and current:
+            found[current] = rev.group(1)
+            current = None
+    return found
+
+
+def linter_requirements(wt: git.Repo) -> tuple[list[str], str]:
+    """PyPI requirements for upstream's own linters at the versions its pre-commit config pins
+    in `wt`, and a note when it pins none."""
+    config = wt.path / ".pre-commit-config.yaml"
+    if not config.is_file():
+        return [], "no .pre-commit-config.yaml upstream: linter versions unknown"
+    pins = pinned_linters(config.read_text())
+    reqs = [f"{LINTERS[t][1]}=={v}" for t, v in sorted(pins.items())]
+    missing = sorted(set(LINTERS) - set(pins))
+    return reqs, f"{config.name} pins no {', '.join(missing)}" if missing else ""
+
+
+def run_checks(
+    wt: git.Repo, base: str, linters: dict[str, list[str]], why_not: str = ""
+) -> list[tuple[str, str, str]]:
+    """TVM's checks on the files the staged commits touch, as its CI lints them: the ASF
+    header on new files, and `linters` (tool name -> command; upstream's pinned ruff and
+    clang-format). A linter that is not there is reported as skipped, with `why_not`."""
     results = []
     changed = wt.out("diff", "--name-only", "--diff-filter=AM", base, "HEAD").split()
     added = set(wt.out("diff", "--name-only", "--diff-filter=A", base, "HEAD").split())
-    ruff, clang_format = _tool("ruff"), _tool("clang-format")
+    ruff, clang_format = linters.get("ruff"), linters.get("clang-format")
+    why = f": {why_not}" if why_not else ""
     for f in changed:
         path = wt.path / f
         source = f.endswith((".py", ".cc", ".h", ".cmake", ".sh")) or f.endswith("CMakeLists.txt")
@@ -163,25 +196,18 @@ def run_checks(wt: git.Repo, base: str) -> list[tuple[str, str, str]]:
             results.append(("ASF header", f, "ok" if ok else "MISSING"))
         if f.endswith(".py"):
             if ruff is None:
-                results.append(("ruff", f, "skipped: ruff not found"))
+                results.append(("ruff", f, f"skipped: no ruff{why}"))
                 continue
             for args, name in (
                 (["check", "--quiet"], "ruff check"),
                 (["format", "--check", "--quiet"], "ruff format"),
             ):
                 r = proc.run([*ruff, *args, f], cwd=wt.path, check=False)
-                results.append(
-                    (
-                        name,
-                        f,
-                        "ok"
-                        if r.returncode == 0
-                        else "FAILED: " + r.stdout.strip().replace("\n", " ")[:300],
-                    )
-                )
+                detail = r.stdout.strip().replace("\n", " ")[:300]
+                results.append((name, f, "ok" if r.returncode == 0 else f"FAILED: {detail}"))
         elif f.endswith((".cc", ".h")):
             if clang_format is None:
-                results.append(("clang-format", f, "skipped: clang-format not found"))
+                results.append(("clang-format", f, f"skipped: no clang-format{why}"))
                 continue
             r = proc.run([*clang_format, "--dry-run", "--Werror", f], cwd=wt.path, check=False)
             results.append(("clang-format", f, "ok" if r.returncode == 0 else "FAILED"))
@@ -192,9 +218,17 @@ def _slug(name: str) -> str:
     return name.removesuffix(".patch")
 
 
-def stage(series: Series, name: str, checkout: Path, out_dir: Path, onto: str | None) -> Bundle:
+def stage(
+    series: Series,
+    name: str,
+    checkout: Path,
+    out_dir: Path,
+    onto: str | None,
+    linters: Callable[[git.Repo], tuple[dict[str, list[str]], str]],
+) -> Bundle:
     """Stage `name` (after its dependencies) on the pin or `onto`; its commit carries the
-    message upstream sees (no fork trailers), and the bundle the pull request."""
+    message upstream sees (no fork trailers), and the bundle the pull request. `linters`
+    gives, for the staged tree, the lint commands to run and why any is missing."""
     patch = series.get(name)
     for key in REQUIRED_TRAILERS:
         if not patch.trailer(key):
@@ -212,7 +246,8 @@ def stage(series: Series, name: str, checkout: Path, out_dir: Path, onto: str | 
             "commit", "-q", "--amend", "-F", "-", input=upstream_message(patch), env=git.COMMITTER
         )
         head = wt.head()
-        checks = run_checks(wt, base)
+        tools, why_not = linters(wt)
+        checks = run_checks(wt, base, tools, why_not)
     repo.run("branch", "-f", branch, head)
     bundle = out_dir / "stage" / _slug(patch.name)
     if bundle.exists():

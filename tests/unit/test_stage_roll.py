@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from tvmfork import roll
 from tvmfork import series as seriesmod
-from tvmfork.stage import stage
+from tvmfork import git as gitmod
+from tvmfork.stage import pinned_linters, stage
 
 from .conftest import PY_FILE, Fork, git, write
 
 pytestmark = pytest.mark.unit
 
 LICENSE = "# Licensed to the Apache Software Foundation (ASF) under one\n"
+RUFF = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+
+
+def _ruff(wt: gitmod.Repo) -> tuple[dict[str, list[str]], str]:
+    return {"ruff": [RUFF]}, ""
+
+
+def _none(wt: gitmod.Repo) -> tuple[dict[str, list[str]], str]:
+    return {}, "no .pre-commit-config.yaml upstream: linter versions unknown"
 
 
 @pytest.fixture
@@ -37,7 +50,7 @@ def upstream_moves(fork: Fork, path: str, old: str, new: str, tag: str) -> str:
 
 def test_stage_makes_a_branch_and_a_bundle(two: Fork, tmp_path) -> None:
     series = seriesmod.load(two.root / "patches")
-    bundle = stage(series, "native-fix", two.checkout, tmp_path / "out", None)
+    bundle = stage(series, "native-fix", two.checkout, tmp_path / "out", None, _ruff)
     assert two.tvm("rev-parse", f"{bundle.head}^") == two.upstream.commit  # alone on the pin
     assert "return 42" in two.tvm("show", f"{bundle.branch}:src/op.cc")
     assert "return x - 3" not in two.tvm("show", f"{bundle.branch}:{PY_FILE}")
@@ -68,11 +81,61 @@ def test_stage_with_dependency_and_license_check(two: Fork, tmp_path) -> None:
     )
     assert two.run("export") == 0
     series = seriesmod.load(two.root / "patches")
-    bundle = stage(series, "new-file", two.checkout, tmp_path / "out", None)
+    bundle = stage(series, "new-file", two.checkout, tmp_path / "out", None, _ruff)
     assert "return 42" in two.tvm("show", f"{bundle.branch}:src/op.cc")  # the dependency
     assert ("ASF header", "src/new.cc", "MISSING") in bundle.checks
     assert not bundle.ok
     assert two.run("stage", "new-file") == 8  # failing checks: the exit code says so
+
+
+TVM_PRE_COMMIT = """
+repos:
+  - repo: https://github.com/astral-sh/ruff-pre-commit
+    rev: v0.12.3
+    hooks:
+      - id: ruff-check
+  # ---------- C/C++: clang-format ----------
+  - repo: https://github.com/pre-commit/mirrors-clang-format
+    rev: "v20.1.8"
+    hooks:
+      - id: clang-format
+  - repo: https://github.com/MarcoGorelli/cython-lint
+    rev: v0.16.7
+"""
+
+
+def test_linter_versions_come_from_upstreams_pre_commit_config() -> None:
+    assert pinned_linters(TVM_PRE_COMMIT) == {"ruff": "0.12.3", "clang-format": "20.1.8"}
+
+
+def test_a_skipped_check_means_not_ready(two: Fork, tmp_path: Path) -> None:
+    series = seriesmod.load(two.root / "patches")
+    bundle = stage(series, "fix-op3", two.checkout, tmp_path / "out", None, _none)
+    assert (
+        "ruff",
+        PY_FILE,
+        "skipped: no ruff: no .pre-commit-config.yaml upstream: linter versions unknown",
+    ) in bundle.checks
+    assert not bundle.ok
+    bundle = stage(series, "fix-op3", two.checkout, tmp_path / "out", None, _ruff)
+    assert [name for name, _, _ in bundle.checks] == ["ruff check", "ruff format"]
+    assert bundle.ok == all(result == "ok" for _, _, result in bundle.checks)
+
+
+def test_stage_onto_a_newer_upstream(two: Fork, tmp_path: Path) -> None:
+    """Upstream main moved next to the patched lines: the patch stages onto it with a 3-way
+    merge, alone."""
+    up = two.upstream.repo
+    write(up / "src/extra.cc", "int extra() { return 0; }\n")
+    git(up, "add", "-A")
+    git(up, "commit", "-qm", "upstream main moves on")
+    main = git(up, "rev-parse", "HEAD")
+    two.tvm("fetch", "-q", str(up), "main")
+    series = seriesmod.load(two.root / "patches")
+    bundle = stage(series, "native-fix", two.checkout, tmp_path / "out", main, _ruff)
+    assert two.tvm("rev-parse", f"{bundle.head}^") == main
+    assert "return 42" in two.tvm("show", f"{bundle.branch}:src/op.cc")
+    assert "return x - 3" not in two.tvm("show", f"{bundle.branch}:{PY_FILE}")
 
 
 def test_roll_clean(two: Fork) -> None:
