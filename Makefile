@@ -34,6 +34,7 @@ image: $(VENV)/.installed
 # regression test: fails on the stock wheel, passes on the overlay fork wheel) and the
 # conformance lane's CI subset (no case that works on stock fails on the fork).
 test: $(VENV)/.installed
+	$(TVMFORK) envs
 	$(PY) -m pytest tests/unit tests/overlay tests/conformance
 
 test-unit: $(VENV)/.installed

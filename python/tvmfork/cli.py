@@ -431,6 +431,14 @@ def cmd_conformance(ctx: Ctx) -> int:
     return 0
 
 
+def cmd_envs(ctx: Ctx) -> int:
+    start = time.monotonic()
+    stock_py, fork_py, included, _ = _test_venvs(ctx, ctx.series())
+    print(f"stock: {stock_py}\nfork:  {fork_py} ({len(included)} patch(es) included)")
+    print(f"test venvs ready in {time.monotonic() - start:.0f} s")
+    return 0
+
+
 def cmd_stage(ctx: Ctx) -> int:
     from tvmfork import stage, venvs
 
@@ -600,16 +608,20 @@ def parser() -> argparse.ArgumentParser:
         "else the python3 on PATH, else tvmfork's own)",
     )
 
-    def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:
-        """Options of the commands that run tests on a stock and a fork venv."""
-        sp.add_argument("patches", nargs="*", help=only)
+    def with_sides(sp: argparse.ArgumentParser) -> None:
+        """Options of the commands that use the stock and fork venvs."""
         sp.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
         sp.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
         sp.add_argument(
             "--stock-ffi",
             default="apache-tvm-ffi==0.1.14.post1",
-            help="tvm-ffi for the stock side (BUGS.md section 0; default %(default)s)",
+            help="tvm-ffi for the stock side (one with the wheel's C++ ABI; default %(default)s)",
         )
+
+    def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:
+        """Options of the commands that run tests on a stock and a fork venv."""
+        sp.add_argument("patches", nargs="*", help=only)
+        with_sides(sp)
 
     v = sub.add_parser("verify", help="each regression test: fails on stock, passes on fork")
     with_test_sides(v, "only these patches")
@@ -685,13 +697,14 @@ def parser() -> argparse.ArgumentParser:
     )
     cf.add_argument("--no-bench", action="store_true", help="no timing runs")
     cf.add_argument("--report", help="report folder (default: out/conformance)")
-    cf.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
-    cf.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
-    cf.add_argument(
-        "--stock-ffi",
-        default="apache-tvm-ffi==0.1.14.post1",
-        help="tvm-ffi for the stock side (default %(default)s)",
+    with_sides(cf)
+
+    ev = sub.add_parser(
+        "envs",
+        help="make (or reuse) the stock, fork and shared test venvs now, showing what pip "
+        "installs; `make test` runs it first",
     )
+    with_sides(ev)
 
     st = sub.add_parser("stage", help="one patch as a ready upstream pull request (no push)")
     with_checkout(st)
@@ -716,6 +729,7 @@ COMMANDS = {
     "verify": cmd_verify,
     "upstream-tests": cmd_upstream_tests,
     "conformance": cmd_conformance,
+    "envs": cmd_envs,
     "stage": cmd_stage,
     "roll": cmd_roll,
 }

@@ -91,14 +91,17 @@ def _create(venv: Path, requirements: list[str], *, python: str, deps_venv: Path
             (site_packages(venv) / "tvmfork-deps.pth").write_text(
                 str(site_packages(deps_venv)) + "\n"
             )
-        proc.run(
-            [
-                python_of(venv),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                *requirements,
-            ]
+        log = venv / "tvmfork-pip.log"
+        ui.note(f"    pip install (first time on a machine: minutes for torch; log {log})")
+        proc.stream(
+            [python_of(venv), "-m", "pip", "install", "--disable-pip-version-check", *requirements],
+            log,
+            _pip_progress,
         )
+
+
+def _pip_progress(line: str) -> None:
+    """pip's lines that say what it is doing: each package it takes, and the end."""
+    if line.startswith(("Collecting ", "Processing ", "Installing collected", "Successfully")):
+        text = line if len(line) <= 110 else line[:107] + "..."
+        ui.note(f"    {text}")

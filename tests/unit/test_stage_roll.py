@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tvmfork import git as gitmod
 from tvmfork import roll
 from tvmfork import series as seriesmod
-from tvmfork import git as gitmod
 from tvmfork.stage import pinned_linters, stage
 
 from .conftest import PY_FILE, Fork, git, write

@@ -78,3 +78,29 @@ def test_a_venv_this_command_uses_stays_locked_until_it_exits(tmp_path, monkeypa
     started = time.monotonic()
     assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "held"
     assert time.monotonic() - started < 30
+
+
+def test_creation_shows_what_pip_installs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first `make test` spends minutes in pip: the terminal says what it installs."""
+    import zipfile
+
+    wheel = tmp_path / "tiny-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("tiny.py", "X = 1\n")
+        zf.writestr(
+            "tiny-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tiny\nVersion: 1.0\n"
+        )
+        zf.writestr(
+            "tiny-1.0.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        zf.writestr("tiny-1.0.dist-info/RECORD", "")
+    py = venvs.ensure(tmp_path / "v", [str(wheel)], python=sys.executable)
+    err = capsys.readouterr().err
+    assert "==> venv v:" in err and "pip install" in err
+    assert "Successfully installed tiny-1.0" in err and "done in" in err
+    assert subprocess.run([str(py), "-c", "import tiny"], check=False).returncode == 0
+    venvs.ensure(tmp_path / "v", [str(wheel)], python=sys.executable)  # unchanged: reused
+    assert capsys.readouterr().err == ""
