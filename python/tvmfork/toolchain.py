@@ -92,6 +92,60 @@ def llvm_config(explicit: str | None) -> Tool:
     return max(good, key=lambda t: _version_tuple(t.version))
 
 
+# Libraries LLVM's static link may name (llvm-config --system-libs) -> the Debian package with
+# the file the linker needs.
+DEBIAN_DEV = {
+    "z": "zlib1g-dev",
+    "zstd": "libzstd-dev",
+    "xml2": "libxml2-dev",
+    "ffi": "libffi-dev",
+    "edit": "libedit-dev",
+    "tinfo": "libncurses-dev",
+    "ncurses": "libncurses-dev",
+}
+
+
+def llvm_static_libs(llvm: Tool) -> list[str]:
+    """The system libraries (`-lNAME` -> NAME) a static link of LLVM needs."""
+    text = _output([llvm.path, "--system-libs", "--link-static"])
+    return [w[2:] for w in text.split() if w.startswith("-l")]
+
+
+def linker_finds(lib: str) -> bool:
+    """Whether the C++ compiler's linker finds libNAME (shared or static)."""
+    cxx = compiler().path
+    for suffix in (".so", ".a"):
+        found = _output([cxx, f"-print-file-name=lib{lib}{suffix}"])
+        if found and Path(found).is_absolute() and Path(found).exists():
+            return True
+    return False
+
+
+def check_libraries(libs: list[str], why: str) -> None:
+    """Stop before configuring when the linker lacks a library the build will link."""
+    missing = [lib for lib in libs if not linker_finds(lib)]
+    if missing:
+        pkgs = sorted({DEBIAN_DEV.get(lib, f"lib{lib}-dev") for lib in missing})
+        raise ToolchainError(
+            f"{why} needs {', '.join('lib' + m for m in missing)}, which the linker does not "
+            f"find. Install them (Debian: apt install {' '.join(pkgs)})"
+        )
+
+
+def gtest() -> str | None:
+    """Where GoogleTest's CMake package or library is, or None (the native lane's C++ tests
+    need it: Debian libgtest-dev)."""
+    for cand in (
+        Path("/usr/lib/x86_64-linux-gnu/cmake/GTest"),
+        Path("/usr/lib/aarch64-linux-gnu/cmake/GTest"),
+        Path("/usr/lib/cmake/GTest"),
+        Path("/usr/local/lib/cmake/GTest"),
+    ):
+        if cand.is_dir():
+            return str(cand)
+    return "libgtest" if linker_finds("gtest") else None
+
+
 def nvcc(cuda_home: str | None) -> Tool:
     cands = []
     if cuda_home:

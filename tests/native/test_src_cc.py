@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tvmfork import toolchain
 from tvmfork.patchflow import series_applied
 
 from .conftest import REPO, Native, cmake_program
@@ -25,6 +26,8 @@ def test_src_cc_with_ctest(native: Native, tmp_path: Path) -> None:
     tests = sorted((REPO / "src_cc").glob("test_*.cc"))
     if not tests:
         pytest.skip("src_cc/ has no test_*.cc yet")
+    if toolchain.gtest() is None:
+        pytest.skip("native lane: GoogleTest not found (Debian: apt install libgtest-dev)")
     if not (native.build_dir / "lib" / "libtvm_compiler.so").is_file():
         pytest.skip(f"native lane: no build tree at {native.build_dir} (make wheel MODE=source)")
     assert series_applied(native.checkout, native.series), (

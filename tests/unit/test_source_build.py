@@ -63,6 +63,19 @@ def test_no_llvm_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
         toolchain.llvm_config(None)
 
 
+def test_libraries_of_llvms_static_link_are_checked_up_front(tmp_path: Path) -> None:
+    """LLVM's static link names system libraries (zstd, xml2, z): a missing one stopped CMake
+    with "Could NOT find zstd"; the preflight names the Debian packages instead."""
+    llvm = toolchain.Tool(_script(tmp_path / "llvm-config", "-lrt -ldl -lm -lz -lzstd"), "19")
+    assert toolchain.llvm_static_libs(llvm) == ["rt", "dl", "m", "z", "zstd"]
+    toolchain.check_libraries(["m", "c"], "linking LLVM")  # every system has these
+    with pytest.raises(ToolchainError) as err:
+        toolchain.check_libraries(["m", "xml2_tvmfork_missing", "zstd_tvmfork_missing"], "x")
+    assert "libxml2_tvmfork_missing, libzstd_tvmfork_missing" in str(err.value)
+    assert "apt install libxml2_tvmfork_missing-dev libzstd_tvmfork_missing-dev" in str(err.value)
+    assert toolchain.DEBIAN_DEV["zstd"] == "libzstd-dev"
+
+
 def test_cmake_too_old(tmp_path: Path) -> None:
     cmake = _script(tmp_path / "cmake", "cmake version 3.25.1")
     with pytest.raises(ToolchainError, match=r"is 3\.25\.1; TVM needs CMake >= 3\.26"):

@@ -169,6 +169,10 @@ class SourceBuild:
             llvm = toolchain.llvm_config(self.s.build.llvm_config or None)
             self.values["llvm_config"] = str(llvm.path)
             self.tools["llvm"] = llvm.version
+            if any("--link-static" in v for v in self.variant.cmake.values()):
+                toolchain.check_libraries(
+                    toolchain.llvm_static_libs(llvm), f"linking LLVM {llvm.version} statically"
+                )
         if self.variant.sidecar is not None:
             nvcc = toolchain.nvcc(self.s.build.cuda_home or None)
             home = (
