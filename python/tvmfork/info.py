@@ -106,6 +106,9 @@ def render(data: dict[str, Any]) -> str:
     lines.append(f"  upstream {up['tag']} {up['commit']}")
     verdict = "in range" if data.get("tvm_ffi_in_range") else "OUT OF RANGE"
     lines.append(f"  apache-tvm-ffi {ffi} ({verdict}: {man['tvm_ffi_requirement']})")
+    plat = man.get("platform")
+    if plat:
+        lines.append(f"  platform: {plat['tag']} (needs glibc >= {plat['glibc']})")
     for key in ("build", "toolchain"):
         if key in man:
             lines.append(f"  {key}: {json.dumps(man[key], sort_keys=True)}")

@@ -225,6 +225,26 @@ def test_driver_stub_from_cuda_h(tmp_path: Path) -> None:
 
 
 # -- one real source build -------------------------------------------------------------------
+def zf_text(wheel: Path, suffix: str) -> str:
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.read(next(n for n in zf.namelist() if n.endswith(suffix))).decode()
+
+
+def test_retag_names_and_wheel_metadata() -> None:
+    from tvmfork.wheel import platform
+
+    name = "apache_tvm-0.26.0+fork.abc.cpu-cp311-cp311-linux_x86_64.whl"
+    assert platform.retagged_name(name, "manylinux_2_36_x86_64") == (
+        "apache_tvm-0.26.0+fork.abc.cpu-cp311-cp311-manylinux_2_36_x86_64.whl"
+    )
+    text = "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\nTag: py3-none-linux_x86_64\n"
+    assert platform.retag_wheel_file(text, "manylinux_2_36_x86_64") == (
+        "Wheel-Version: 1.0\nTag: cp311-cp311-manylinux_2_36_x86_64\n"
+        "Tag: py3-none-manylinux_2_36_x86_64\n"
+    )
+    assert platform.Audit("manylinux_2_36_x86_64", ()).glibc == "2.36"
+
+
 def test_source_build_of_the_fake_upstream(fork: Fork, capsys: pytest.CaptureFixture[str]) -> None:
     """apply -> scikit-build-core/CMake/Ninja -> manifest + bounded tvm-ffi -> linkage -> import;
     then again: the unchanged series is not re-applied and nothing recompiles."""
@@ -254,6 +274,13 @@ def test_source_build_of_the_fake_upstream(fork: Fork, capsys: pytest.CaptureFix
     assert bound == ">=0.1.0,<0.2.0"
     assert f"Requires-Dist: apache-tvm-ffi{bound}\n" in meta
     assert "tvm/fork_manifest.json,sha256=" in record
+    # tagged with the manylinux policy auditwheel found, as the manifest records it
+    plat = man["platform"]["tag"]
+    assert plat.startswith("manylinux_2_") and wheels[0].name.endswith(f"-{plat}.whl")
+    assert man["platform"]["glibc"] == ".".join(plat.split("_")[1:3])
+    wheel_meta = zf_text(wheels[0], "WHEEL")
+    assert f"-{plat}\n" in wheel_meta and "linux_x86_64\n" not in wheel_meta.replace(plat, "")
+    assert f"needs glibc >= {man['platform']['glibc']}" in out.err
     logs = list((fork.root / "out" / "logs").glob("build-cpu-*.log"))
     assert logs and "Building CXX object" in logs[0].read_text()
     assert f"full log: {logs[0]}" in out.err

