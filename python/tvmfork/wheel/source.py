@@ -82,6 +82,9 @@ def build_lock(build_dir: Path) -> Iterator[None]:
 DEFINES_RECORD = "tvmfork-defines.json"
 
 
+NO_RECORD = "(no record of the last configure)"
+
+
 def changed_defines(tree: Path, defines: dict[str, str]) -> list[str]:
     """The defines that differ from those `tree` was last configured with.
 
@@ -92,7 +95,7 @@ def changed_defines(tree: Path, defines: dict[str, str]) -> list[str]:
     try:
         before = json.loads((tree / DEFINES_RECORD).read_text())
     except (OSError, ValueError):
-        return ["(no record of the last configure)"]
+        return [NO_RECORD]
     return sorted(k for k in {*before, *defines} if before.get(k) != defines.get(k))
 
 
@@ -238,10 +241,13 @@ class SourceBuild:
         changed = changed_defines(tree, defines)  # none when the tree has no cache yet
         if changed:
             (tree / "CMakeCache.txt").unlink()
-            self.notes.append(
-                f"build settings changed since {tree} was configured ({', '.join(changed)}): "
-                "reset its CMake cache, kept its objects"
+            why = (
+                "its last configure did not finish (or was not tvmfork's)"
+                if changed == [NO_RECORD]
+                else f"build settings changed since it was configured ({', '.join(changed)})"
             )
+            self.notes.append(f"{tree}: {why}: reset its CMake cache, kept its objects")
+            ui.note(f"    {self.notes[-1]}")
 
     def run_step(self, title: str, cmd: list[str | Path], env: dict[str, str]) -> None:
         progress = ui.Progress(title)
@@ -384,9 +390,15 @@ class SourceBuild:
     def run(self) -> SourceResult:
         total = time.monotonic()
         self.preflight()
-        res = apply(self.series, self.checkout)
+        with ui.step(f"apply the series ({len(self.series.patches)} patches) to {self.checkout}"):
+            res = apply(self.series, self.checkout)
         if not res.unchanged:
             self.notes.append(f"applied {len(res.applied)} patch(es) to {self.checkout}")
+        ui.note(
+            "    already applied: nothing changed"
+            if res.unchanged
+            else f"    applied {len(res.applied)} patch(es) (git am; branch fork)"
+        )
         version = local_version(self.lock, self.series, self.variant.name)
         ui.note(f"source build {version} of {self.checkout}; full log: {self.log}")
         with build_lock(self.build_dir):
