@@ -154,8 +154,30 @@ def test_progress_reports_steps_and_an_estimate(
     p.line("[3/10] Building CXX object b.o")
     p.line("[10/10] Linking CXX shared library lib.so")
     err = capsys.readouterr().err
-    assert "build: [3/10] 30%, 0:10 elapsed, about 0:35 left  Building CXX object b.o" in err
+    assert (
+        "build: [3/10] 30%, 0:10 elapsed, about 0:35 left (rough)  Building CXX object b.o" in err
+    )
     assert "[10/10] 100%" in err
+
+
+def test_estimate_from_the_last_builds_step_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cheap steps first, costly later: the rate says 0:20 left after the first step; the
+    step times of the last build (.ninja_log) know the rest costs 99x the first."""
+    log = write(
+        tmp_path / ".ninja_log",
+        "# ninja log v6\n0\t1000\t0\ta.o\t1\n0\t9000\t0\tb.o\t2\n0\t90000\t0\tlib.so\t3\n",
+    )
+    costs = ui.ninja_costs(log)
+    assert costs == {"a.o": 1.0, "b.o": 9.0, "lib.so": 90.0}
+    clock = iter([0.0, 10.0, 10.0])
+    monkeypatch.setattr(ui.time, "monotonic", lambda: next(clock))
+    p = ui.Progress("build", every=0, costs=costs)
+    p.line("[1/3] Building CXX object a.o")
+    err = capsys.readouterr().err
+    # this build is 10x slower than the last (10 s for a 1 s step): 99 s of steps left -> 990 s
+    assert "[1/3] 33%, 0:10 elapsed, about 16:30 left (from the last build's step times)" in err
 
 
 def test_stream_failure_gives_the_tail_and_the_log(tmp_path: Path) -> None:
@@ -281,6 +303,9 @@ def test_source_build_of_the_fake_upstream(fork: Fork, capsys: pytest.CaptureFix
     wheel_meta = zf_text(wheels[0], "WHEEL")
     assert f"-{plat}\n" in wheel_meta and "linux_x86_64\n" not in wheel_meta.replace(plat, "")
     assert f"needs glibc >= {man['platform']['glibc']}" in out.err
+    # the step times of this build are kept for the next one's estimate
+    profiles = json.loads((fork.root.parent / "cache" / "build-profiles.json").read_text())
+    assert any(k.startswith("cpu:") and v for k, v in profiles.items()), profiles
     logs = list((fork.root / "out" / "logs").glob("build-cpu-*.log"))
     assert logs and "Building CXX object" in logs[0].read_text()
     assert f"full log: {logs[0]}" in out.err

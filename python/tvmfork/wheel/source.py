@@ -85,6 +85,29 @@ DEFINES_RECORD = "tvmfork-defines.json"
 NO_RECORD = "(no record of the last configure)"
 
 
+def _load_profiles(path: Path) -> dict[str, dict[str, float]]:
+    try:
+        data: dict[str, dict[str, float]] = json.loads(path.read_text())
+        return data
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_profile(path: Path, key: str, costs: dict[str, float]) -> None:
+    """Keep, per output, the longest time it took (a cold compile, not a ccache hit), so the
+    next cold build's estimate knows what each step costs on this machine."""
+    if not costs:
+        return
+    profiles = _load_profiles(path)
+    merged = profiles.setdefault(key, {})
+    for out, cost in costs.items():
+        merged[out] = max(cost, merged.get(out, 0.0))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".part")
+    tmp.write_text(json.dumps(profiles, sort_keys=True))
+    tmp.replace(path)
+
+
 def changed_defines(tree: Path, defines: dict[str, str]) -> list[str]:
     """The defines that differ from those `tree` was last configured with.
 
@@ -249,12 +272,21 @@ class SourceBuild:
             self.notes.append(f"{tree}: {why}: reset its CMake cache, kept its objects")
             ui.note(f"    {self.notes[-1]}")
 
-    def run_step(self, title: str, cmd: list[str | Path], env: dict[str, str]) -> None:
-        progress = ui.Progress(title)
+    def run_step(
+        self, title: str, cmd: list[str | Path], env: dict[str, str], tree: Path | None = None
+    ) -> None:
+        """Run one build step with progress; `tree` (a ninja build folder) gives its estimate
+        the step times of earlier builds and records this one's afterwards."""
+        profiles = self.s.cache_dir / "build-profiles.json"
+        key = f"{self.variant.name}:{tree.name}" if tree is not None else ""
+        known = _load_profiles(profiles).get(key, {}) if key else {}
+        progress = ui.Progress(title, costs=known)
         start = time.monotonic()
         with ui.step(title):
             proc.stream(cmd, self.log, progress.line, cwd=self.checkout, env=env)
         self.seconds[title] = round(time.monotonic() - start, 1)
+        if tree is not None:
+            _save_profile(profiles, key, ui.ninja_costs(tree / ".ninja_log"))
 
     def sidecar(self, bin_dir: Path, env: dict[str, str]) -> Path:
         sc = self.variant.sidecar
@@ -278,7 +310,7 @@ class SourceBuild:
         self.run_step("configure the CUDA sidecar", cmd, env)
         record_defines(tree, defines)
         build: list[str | Path] = [bin_dir / "cmake", "--build", tree, "-j", self.jobs, "--target"]
-        self.run_step("build the CUDA sidecar", [*build, *sc.targets], env)
+        self.run_step("build the CUDA sidecar", [*build, *sc.targets], env, tree)
         lib = tree / sc.library
         if not lib.is_file():
             raise SourceError(f"the sidecar build finished without {lib}")
@@ -305,7 +337,9 @@ class SourceBuild:
         ]  # fmt: skip
         cmd += [f"-Ccmake.define.{k}={v}" for k, v in defines.items()]
         self.reset_cache_if_changed(self.build_dir, defines)
-        self.run_step("build the wheel (scikit-build-core, CMake + Ninja)", cmd, env)
+        self.run_step(
+            "build the wheel (scikit-build-core, CMake + Ninja)", cmd, env, self.build_dir
+        )
         record_defines(self.build_dir, defines)
         built = sorted(tmp.glob("*.whl"))
         if len(built) != 1:
