@@ -7,7 +7,8 @@ the suite checks that TVM computes what PyTorch computes, not accuracy.
 
 One model per classification family (the smallest), the segmentation and video models, and
 two detection models (their post-processing calls torchvision's C++ ops, which the PyPI
-torchvision cannot load beside the CPU torch: they stop at export on both sides, and show it).
+torchvision cannot load beside the CPU torch: the shim below gives `nms` a plain PyTorch
+kernel, and a model that needs another of them, roi_align, stops at load on both sides).
 """
 
 from __future__ import annotations
@@ -33,13 +34,37 @@ def _torchvision() -> Any:
             lib = torch.library.Library("torchvision", "DEF")
             lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
             lib.define("qnms(Tensor qdets, Tensor scores, float iou_threshold) -> Tensor")
+            lib.impl("nms", _nms, "CPU")  # detection post-processing runs in eager
             _SHIM.append(lib)
             for name in [m for m in sys.modules if m.startswith("torchvision")]:
                 del sys.modules[name]
         _SHIM.append(True)
     import torchvision
 
+    if len(_SHIM) > 1:  # the shim's nms stands in for the C++ one: let torchvision.ops call it
+        torchvision.extension._has_ops = lambda: True
     return torchvision
+
+
+def _nms(dets: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+    """Greedy non-maximum suppression in plain PyTorch (what torchvision's C++ op computes):
+    the indices of the kept boxes, by decreasing score."""
+    order = scores.argsort(descending=True)
+    keep = []
+    x1, y1, x2, y2 = dets.unbind(1)
+    area = (x2 - x1).clamp(min=0) * (y2 - y1).clamp(min=0)
+    suppressed = torch.zeros(len(order), dtype=torch.bool)
+    for pos, i in enumerate(order.tolist()):
+        if suppressed[pos]:
+            continue
+        keep.append(i)
+        rest = order[pos + 1 :]
+        w = (torch.minimum(x2[i], x2[rest]) - torch.maximum(x1[i], x1[rest])).clamp(min=0)
+        h = (torch.minimum(y2[i], y2[rest]) - torch.maximum(y1[i], y1[rest])).clamp(min=0)
+        inter = w * h
+        iou = inter / (area[i] + area[rest] - inter)
+        suppressed[pos + 1 :] |= iou > iou_threshold
+    return torch.tensor(keep, dtype=torch.int64)
 
 
 # name -> input shape; 160x160 images where the model allows (ViT, MaxViT and the
@@ -76,7 +101,8 @@ SEGMENTATION = {
     "lraspp_mobilenet_v3_large": IMAGE,
     "fcn_resnet50": IMAGE,
 }
-VIDEO_MODELS = {"r3d_18": VIDEO, "mc3_18": VIDEO, "r2plus1d_18": VIDEO, "s3d": (1, 3, 16, 112, 112)}
+# S3D ends in a (2, 7, 7) average pool: it needs 16 frames of 224x224
+VIDEO_MODELS = {"r3d_18": VIDEO, "mc3_18": VIDEO, "r2plus1d_18": VIDEO, "s3d": (1, 3, 16, 224, 224)}
 DETECTION = {
     "ssdlite320_mobilenet_v3_large": (1, 3, 320, 320),
     "fasterrcnn_mobilenet_v3_large_320_fpn": (1, 3, 320, 320),
