@@ -64,7 +64,8 @@ class Result:
             "status": self.status,
             "stage": self.stage,
             "error": self.error,
-            **{k: round(v, 4) for k, v in self.times.items()},
+            # 4 significant digits: a relative error of 1e-6 must not round to 0
+            **{k: float(f"{v:.4g}") for k, v in self.times.items()},
         }
 
 

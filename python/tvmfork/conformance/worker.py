@@ -69,6 +69,10 @@ def leaves(value: Any) -> list[Any]:
     """Flatten a TVM or torch result (tensor, tuple, list, dict) to numpy arrays, in order."""
     import numpy as np
 
+    if type(value).__name__ == "Shape" and type(value).__module__.startswith("tvm"):
+        # a shape value (R.shape, e.g. ONNX's Shape of a static input): ONNX's int64 tensor.
+        # tvm_ffi's Shape is a tuple: without this it would be flattened into scalars
+        return [np.array(tuple(value), dtype="int64")]
     if isinstance(value, dict):
         return [x for v in value.values() for x in leaves(v)]
     if isinstance(value, (list, tuple)):
