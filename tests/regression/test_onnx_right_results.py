@@ -1,0 +1,117 @@
+"""Patch: the ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong
+one silently (found by ONNX's own node conformance cases, `tvmfork conformance onnx-node`).
+
+Each model is one node, run through `from_onnx` -> `tvm.compile("llvm")` and compared, output
+by output (count, shape, dtype, values), with ONNX's reference implementation. On stock:
+LayerNormalization's Mean/InvStdDev are 0-d zeros, Dropout's mask is float, training-mode
+BatchNormalization weighs the running statistics the wrong way round, GatherElements reads
+before the tensor for negative indices, Expand by a runtime shape drops the input's rows where
+the target says 1, and IsInf ignores detect_negative/detect_positive.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+import tvm
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+from tvm import relax
+from tvm.relax.frontend.onnx import from_onnx
+
+
+def _model(node: onnx.NodeProto, inputs: dict[str, np.ndarray], outputs: list, opset: int):
+    graph = helper.make_graph(
+        [node],
+        node.op_type,
+        [
+            helper.make_tensor_value_info(
+                n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)
+            )
+            for n, a in inputs.items()
+        ],
+        outputs,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _check(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> None:
+    want = ReferenceEvaluator(model).run(None, inputs)
+    vm = relax.VirtualMachine(tvm.compile(from_onnx(model), target="llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.runtime.tensor(a) for a in inputs.values()])
+    got = [o.numpy() for o in out] if not hasattr(out, "numpy") else [out.numpy()]
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g.shape == w.shape, f"output {i}: shape {g.shape}, expected {w.shape}"
+        assert g.dtype == w.dtype, f"output {i}: dtype {g.dtype}, expected {w.dtype}"
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"output {i}")
+
+
+def _out(name: str, elem: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, None)
+
+
+RNG = np.random.default_rng(0)
+
+
+def test_layer_normalization_mean_and_inv_std_dev() -> None:
+    x = RNG.standard_normal((2, 3, 4)).astype("float32")
+    inputs = {"x": x, "s": np.ones((3, 4), "float32"), "b": np.zeros((3, 4), "float32")}
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y", "m", "i"], axis=1)
+    _check(_model(node, inputs, [_out("y"), _out("m"), _out("i")], 17), inputs)
+
+
+def test_dropout_mask_is_bool() -> None:
+    inputs = {"x": RNG.standard_normal((3, 4)).astype("float32")}
+    node = helper.make_node("Dropout", ["x"], ["y", "mask"])
+    _check(_model(node, inputs, [_out("y"), _out("mask", TensorProto.BOOL)], 13), inputs)
+
+
+def test_batch_normalization_training_running_statistics() -> None:
+    inputs = {
+        "x": RNG.standard_normal((2, 3, 4, 4)).astype("float32"),
+        "s": RNG.standard_normal(3).astype("float32"),
+        "b": RNG.standard_normal(3).astype("float32"),
+        "mean": RNG.standard_normal(3).astype("float32"),
+        "var": RNG.random(3).astype("float32") + 0.5,
+    }
+    node = helper.make_node(
+        "BatchNormalization",
+        list(inputs),
+        ["y", "running_mean", "running_var"],
+        training_mode=1,
+        momentum=0.8,
+    )
+    outputs = [_out("y"), _out("running_mean"), _out("running_var")]
+    _check(_model(node, inputs, outputs, 15), inputs)
+
+
+def test_gather_elements_negative_indices() -> None:
+    """A negative index counts from the end of the axis; used as it is, it reads memory
+    before the tensor (values such as 3e-41)."""
+    inputs = {
+        "data": np.arange(12, dtype="float32").reshape(3, 4),
+        "indices": np.array([[-1, 0], [-4, 3], [2, -2]], dtype="int64"),
+    }
+    node = helper.make_node("GatherElements", ["data", "indices"], ["y"], axis=1)
+    _check(_model(node, inputs, [_out("y")], 13), inputs)
+
+
+def test_expand_by_a_runtime_shape() -> None:
+    """(3, 1) expanded by [2, 1, 6] is (2, 3, 6): a target 1 keeps the input's 3."""
+    inputs = {
+        "data": np.arange(3, dtype="float32").reshape(3, 1),
+        "shape": np.array([2, 1, 6], dtype="int64"),
+    }
+    node = helper.make_node("Expand", ["data", "shape"], ["y"])
+    _check(_model(node, inputs, [_out("y")], 13), inputs)
+
+
+@pytest.mark.parametrize(("negative", "positive"), [(0, 1), (1, 0)])
+def test_isinf_detect_negative_and_positive(negative: int, positive: int) -> None:
+    inputs = {"x": np.array([-np.inf, -1.0, 0.0, np.inf, np.nan], dtype="float32")}
+    node = helper.make_node(
+        "IsInf", ["x"], ["y"], detect_negative=negative, detect_positive=positive
+    )
+    _check(_model(node, inputs, [_out("y", TensorProto.BOOL)], 10), inputs)
