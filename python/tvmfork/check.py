@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tvmfork import fixes
 from tvmfork import lock as lockmod
 from tvmfork import series as seriesmod
 from tvmfork.errors import PatchError, TvmforkError
@@ -20,39 +20,22 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-# What a `Fixes:` trailer may name, separated by ';' or ',': a section of a file in this
-# repository (patches/README.md#name), an issue of a GitHub repository (apache/tvm#17890),
-# or a URL.
-ISSUE_RE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$")
-
-
-def heading_anchors(markdown: str) -> set[str]:
-    """GitHub's anchors for the headings of a Markdown text."""
-    anchors = set()
-    for line in markdown.splitlines():
-        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if m:
-            text = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
-            anchors.add(text.replace(" ", "-"))
-    return anchors
-
-
 def fixes_problems(patch: Patch, repo_root: Path) -> list[str]:
     """Each `Fixes:` reference resolves: a repository file (and its #section) exists."""
     out = []
-    for value in patch.trailers.get("Fixes", []):
-        for ref in filter(None, (r.strip() for r in re.split(r"[;,]", value))):
-            if ISSUE_RE.match(ref) or ref.startswith(("http://", "https://")):
-                continue
-            path, _, anchor = ref.partition("#")
-            target = repo_root / path
-            if " " in path or not target.is_file():
-                out.append(
-                    f"{patch.name}: Fixes: {ref!r} is neither a file of this repository "
-                    "(patches/README.md#section), an issue (owner/repo#N) nor a URL"
-                )
-            elif anchor and anchor not in heading_anchors(target.read_text()):
-                out.append(f"{patch.name}: Fixes: {ref!r}: {path} has no section #{anchor}")
+    for ref in fixes.refs(patch.trailers.get("Fixes", [])):
+        if ref.upstream:
+            continue
+        target = repo_root / ref.path
+        if " " in ref.path or not target.is_file():
+            out.append(
+                f"{patch.name}: Fixes: {ref.text!r} is neither a file of this repository "
+                "(patches/README.md#section), an issue (owner/repo#N) nor a URL"
+            )
+        elif ref.anchor and ref.anchor not in fixes.anchors(target.read_text()):
+            out.append(
+                f"{patch.name}: Fixes: {ref.text!r}: {ref.path} has no section #{ref.anchor}"
+            )
     return out
 
 

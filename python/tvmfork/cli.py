@@ -13,9 +13,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tvmfork import __version__, settings, ui
 from tvmfork import lock as lockmod
 from tvmfork import series as seriesmod
+from tvmfork import settings, ui
+from tvmfork.args import parser
 from tvmfork.errors import PatchError, SourceError, TvmforkError, UsageError, VerifyError
 
 
@@ -377,7 +378,8 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
 
 
 def cmd_conformance(ctx: Ctx) -> int:
-    from tvmfork.conformance import report, runner, suites
+    from tvmfork import conformance
+    from tvmfork.conformance import report, suites
 
     a = ctx.args
     names = a.suites or ([] if a.onnx or a.torch_module else ["ci"])
@@ -405,19 +407,7 @@ def cmd_conformance(ctx: Ctx) -> int:
         sides = {a.side: sides[a.side]}
     out = Path(a.report).resolve() if a.report else ctx.settings.out_dir / "conformance"
     start = time.monotonic()
-    ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
-
-    def progress(i: int, case: runner.CaseSpec, by_side: dict[str, runner.Result]) -> None:
-        row = report.Row(case.suite, case.name, by_side.get("stock"), by_side.get("fork"))
-        parts = []
-        for side, r in sorted(by_side.items(), key=lambda kv: kv[0] != "stock"):
-            t = f" {r.times['compile_s']:.1f} s" if "compile_s" in r.times else ""
-            parts.append(f"{side} {report.word(r)}{t}")
-        flag = f"  {row.verdict}" if row.verdict else ""
-        ui.note(f"[{i + 1}/{len(cases)}] {case.suite}/{case.name}: {' | '.join(parts)}{flag}")
-
-    env = {"TVMFORK_TARGET": a.target, "PYTHONDONTWRITEBYTECODE": "1"}
-    results = runner.run_cases(cases, sides, out, env, progress, parallel=a.side_jobs > 1)
+    results = conformance.run(cases, sides, out, a.target, parallel=a.side_jobs > 1)
     jsonl, md = report.write(results, out)
     for line in report.summary(results):
         print(line)
@@ -440,31 +430,16 @@ def cmd_envs(ctx: Ctx) -> int:
 
 
 def cmd_stage(ctx: Ctx) -> int:
-    from tvmfork import stage, venvs
+    from tvmfork import stage
 
     a = ctx.args
     s = ctx.settings
 
-    def upstream_linters(wt: Any) -> tuple[dict[str, list[str]], str]:
-        """Upstream's own ruff and clang-format, at the versions its pre-commit config pins,
-        in a tool venv of the cache."""
-        reqs, note = stage.linter_requirements(wt)
-        if not reqs:
-            return {}, note
-        venv = s.cache_dir / "venvs" / f"lint-{venvs.key(*reqs)}"
-        venvs.ensure(venv, reqs, python=s.python)
-        tools = {
-            t: [str(venv / "bin" / t)]
-            for t in stage.LINTERS
-            if any(r.startswith(f"{stage.LINTERS[t][1]}==") for r in reqs)
-        }
-        ui.note(f"upstream's linters: {', '.join(reqs)}")
-        return tools, note
-
     series = ctx.series()
     series.get(a.patch)
     checkout = require_checkout(ctx)
-    bundle = stage.stage(series, a.patch, checkout, s.out_dir, a.onto, upstream_linters)
+    linters = stage.upstream_linters(s.cache_dir, s.python)
+    bundle = stage.stage(series, a.patch, checkout, s.out_dir, a.onto, linters)
     print(f"branch {bundle.branch} at {bundle.head[:12]} in {checkout} (not pushed)")
     print(f"pull request bundle: {bundle.dir}")
     for name, file, result in bundle.checks:
@@ -507,216 +482,6 @@ def cmd_roll(ctx: Ctx) -> int:
         "the new release there before building overlay wheels"
     )
     return 0
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="tvmfork",
-        description="A downstream Apache TVM fork as a patch series: check out, apply, export, "
-        "check, build wheels and verify.",
-    )
-    p.add_argument("--version", action="version", version=f"tvmfork {__version__}")
-    p.add_argument("--repo", help="the tvmfork repository (default: found from the cwd)")
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    def with_checkout(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument(
-            "--checkout",
-            dest="checkout_dir",
-            help="the TVM checkout (default: settings checkout_dir)",
-        )
-
-    c = sub.add_parser("checkout", help="a TVM checkout at the pin")
-    with_checkout(c)
-    c.add_argument("--source", help="URL, local git directory or plain folder of TVM")
-    c.add_argument(
-        "--submodule",
-        action="append",
-        default=[],
-        metavar="PATH=SOURCE",
-        help="source for one submodule (nested ones too), repeatable",
-    )
-    g = c.add_mutually_exclusive_group()
-    g.add_argument("--all-submodules", action="store_true", help="not only the required ones")
-    g.add_argument(
-        "--no-submodules",
-        action="store_true",
-        help="no submodule at all (enough to edit and export Python patches; not to build)",
-    )
-    c.add_argument("--full-history", action="store_true", help="fetch history, not depth 1")
-
-    a = sub.add_parser("apply", help="apply the series to the checkout (git am)")
-    with_checkout(a)
-    a.add_argument(
-        "--force",
-        action="store_true",
-        help="replace commits that differ from the series (kept in a backup ref)",
-    )
-
-    e = sub.add_parser("export", help="write the checkout's commits back to patches/")
-    with_checkout(e)
-    e.add_argument("--check", action="store_true", help="only report what is stale")
-
-    ck = sub.add_parser(
-        "check",
-        help="validate the series: trailers, Fixes references, each patch stageable with its "
-        "Depends-On patches (needs a checkout), overlay applicability",
-    )
-    with_checkout(ck)
-    sub.add_parser("labels", help="print the pinned commit and the series digest (image labels)")
-
-    w = sub.add_parser("wheel", help="build a fork wheel")
-    w.add_argument(
-        "--mode",
-        choices=settings.MODES,
-        help="overlay: the stock PyPI wheel with the Python patches (seconds); source: build "
-        "the patched checkout with CMake + Ninja (needs `tvmfork checkout`, a C++ compiler, "
-        "LLVM >= 15); auto (default): source when the series has native patches and this "
-        "machine can build, else overlay, saying what it left out",
-    )
-    w.add_argument(
-        "--variant",
-        choices=settings.VARIANTS,
-        help="source builds: cpu (default) or cuda (needs nvcc; the CUDA runtime sidecar)",
-    )
-    w.add_argument(
-        "--python-only",
-        action="store_true",
-        default=None,
-        help="overlay even with native patches, leaving them out",
-    )
-    w.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
-    w.add_argument("--out", dest="out_dir", help="output folder (default: out/)")
-    with_checkout(w)
-    w.add_argument("--jobs", help="parallel compile jobs (source mode; default: all CPUs)")
-    w.add_argument("--cuda-arch", dest="cuda_architectures", help="CMAKE_CUDA_ARCHITECTURES")
-    w.add_argument("--llvm-config", dest="llvm_config", help="the llvm-config to build with")
-    w.add_argument(
-        "--no-ccache",
-        dest="ccache",
-        action="store_false",
-        default=None,
-        help="source builds: compile without ccache even where it is installed",
-    )
-
-    i = sub.add_parser("info", help="the fork manifest of the installed TVM")
-    i.add_argument("--json", action="store_true", help="print the data as JSON")
-    i.add_argument(
-        "--python",
-        help="the interpreter or venv folder whose TVM to describe (default: the active venv, "
-        "else the python3 on PATH, else tvmfork's own)",
-    )
-
-    def with_sides(sp: argparse.ArgumentParser) -> None:
-        """Options of the commands that use the stock and fork venvs."""
-        sp.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
-        sp.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
-        sp.add_argument(
-            "--stock-ffi",
-            default="apache-tvm-ffi==0.1.14.post1",
-            help="tvm-ffi for the stock side (one with the wheel's C++ ABI; default %(default)s)",
-        )
-
-    def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:
-        """Options of the commands that run tests on a stock and a fork venv."""
-        sp.add_argument("patches", nargs="*", help=only)
-        with_sides(sp)
-
-    v = sub.add_parser("verify", help="each regression test: fails on stock, passes on fork")
-    with_test_sides(v, "only these patches")
-    v.add_argument(
-        "--against",
-        metavar="SPEC",
-        help="another stock release (apache-tvm==0.27.0.post1): which patches it still needs",
-    )
-
-    u = sub.add_parser(
-        "upstream-tests", help="TVM's test files that the series touches: no new failures"
-    )
-    with_checkout(u)
-    with_test_sides(u, "only the test files of these patches")
-    u.add_argument(
-        "--also",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="more test files or folders of the checkout to run (tests/python/s_tir/dlight)",
-    )
-
-    cf = sub.add_parser(
-        "conformance",
-        help="suites of real models and ONNX conformance cases, stock vs fork: no regressions",
-        description="Run conformance suites on stock TVM and on the fork, each case isolated "
-        "in a worker process with a time limit; report each side's stage reached, errors and "
-        "times, and exit 8 when a case that works on stock fails on the fork.",
-    )
-    cf.add_argument(
-        "suites",
-        nargs="*",
-        metavar="SUITE",
-        help="torchvision, onnx-node, ci (default: ci, unless --onnx/--torch-module is given)",
-    )
-    cf.add_argument(
-        "--onnx",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="your ONNX models: a .onnx file, or a folder of NAME.onnx or NAME/model.onnx "
-        "(with ONNX's test_data_set_0/ beside it, else ONNX Runtime is the reference)",
-    )
-    cf.add_argument(
-        "--torch-module",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a Python file whose CASES maps names to functions returning (model, inputs)",
-    )
-    cf.add_argument(
-        "-k", action="append", default=[], metavar="GLOB", help="only cases matching a GLOB"
-    )
-    cf.add_argument(
-        "--side",
-        choices=("both", "stock", "fork"),
-        default="both",
-        help="run one side only (no regression check then); default both",
-    )
-    cf.add_argument(
-        "--target", default="llvm", help="TVM target, or 'host' for the host's ISA (llvm)"
-    )
-    cf.add_argument(
-        "--jobs",
-        dest="side_jobs",
-        type=int,
-        default=1,
-        help="2: run the stock and fork sides at the same time (timings then compete)",
-    )
-    cf.add_argument("--timeout", type=float, help="seconds per case (default 120 node, 1200 model)")
-    cf.add_argument(
-        "--reps", type=int, default=5, help="timing runs of each passing model (default 5)"
-    )
-    cf.add_argument("--no-bench", action="store_true", help="no timing runs")
-    cf.add_argument("--report", help="report folder (default: out/conformance)")
-    with_sides(cf)
-
-    ev = sub.add_parser(
-        "envs",
-        help="make (or reuse) the stock, fork and shared test venvs now, showing what pip "
-        "installs; `make test` runs it first",
-    )
-    with_sides(ev)
-
-    st = sub.add_parser("stage", help="one patch as a ready upstream pull request (no push)")
-    with_checkout(st)
-    st.add_argument("patch", help="the patch (file name, with or without .patch)")
-    st.add_argument("--onto", help="a newer upstream revision in the checkout (default: the pin)")
-
-    r = sub.add_parser("roll", help="re-apply the series onto another upstream revision")
-    with_checkout(r)
-    r.add_argument("--to", required=True, help="the revision (tag or commit)")
-    r.add_argument("--source", help="where to fetch it (default: settings source)")
-    r.add_argument("--dry-run", action="store_true", help="report only; change nothing")
-    return p
 
 
 COMMANDS = {

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmfork import git, proc
+from tvmfork import fixes, git, proc
 from tvmfork.checkout import base_of
 from tvmfork.errors import PatchError
 from tvmfork.patchflow import am, format_commit
@@ -74,53 +74,29 @@ def _added_tests(patch: Patch) -> list[str]:
     return tests
 
 
-# Trailers that mean something in this repository only: a staged commit drops them.
-FORK_TRAILERS = ("Fixes", "Upstream-Status", "Regression-Test", "Depends-On")
-ISSUE_RE = re.compile(r"^[\w.-]+/[\w.-]+#\d+$")
-
-
-def fixes(patch: Patch, repo_root: Path) -> tuple[list[str], list[str]]:
-    """(upstream references, the sections of this repository's pages) of the `Fixes:`
+def fixes_of(patch: Patch, repo_root: Path) -> tuple[list[str], list[str]]:
+    """(upstream references, the text of this repository's sections) of the `Fixes:`
     trailers: issues and URLs go into the pull request as they are; a section
-    (patches/README.md#name) gives its text (the bug, the reproduction)."""
-    refs, sections = [], []
-    for value in patch.trailers.get("Fixes", []):
-        for ref in filter(None, (r.strip() for r in re.split(r"[;,]", value))):
-            if ISSUE_RE.match(ref) or ref.startswith(("http://", "https://")):
-                refs.append(ref)
-                continue
-            path, _, anchor = ref.partition("#")
-            text = section(repo_root / path, anchor) if (repo_root / path).is_file() else ""
-            if text:
-                sections.append(text)
-    return refs, sections
-
-
-def section(page: Path, anchor: str) -> str:
-    """The text under the heading of `page` whose anchor is `anchor`, without the upstream
-    and status lines (they are the fork's bookkeeping; the references are listed apart)."""
-    lines = page.read_text().splitlines()
-    out: list[str] = []
-    inside = False
-    for line in lines:
-        m = re.match(r"^(#{1,6})\s+(.*)$", line)
-        if m:
-            if inside:
-                break
-            slug = re.sub(r"[^\w\- ]", "", m.group(2).strip().lower()).replace(" ", "-")
-            inside = slug == anchor
-            continue
-        if inside:
-            out.append(line)
-    paragraphs = [p for p in "\n".join(out).strip().split("\n\n") if p.strip()]
-    return "\n\n".join(p for p in paragraphs if not p.startswith("**Upstream.**"))
+    (patches/README.md#name) gives its text, the bug and the reproduction, without the
+    fork's bookkeeping (its upstream and status paragraph: the references are listed apart)."""
+    upstream, sections = [], []
+    for ref in fixes.refs(patch.trailers.get("Fixes", [])):
+        if ref.upstream:
+            upstream.append(ref.text)
+        elif (repo_root / ref.path).is_file():
+            text = fixes.section(repo_root / ref.path, ref.anchor)
+            paragraphs = [p for p in text.split("\n\n") if p.strip()]
+            kept = "\n\n".join(p for p in paragraphs if not p.startswith("**Upstream.**"))
+            if kept:
+                sections.append(kept)
+    return upstream, sections
 
 
 def body(
     patch: Patch, deps: list[Patch], checks: list[tuple[str, str, str]], repo_root: Path
 ) -> str:
     lines = [_description(patch), ""]
-    refs, sections = fixes(patch, repo_root)
+    refs, sections = fixes_of(patch, repo_root)
     if sections:
         lines += ["### Reproduction", "", *sections, ""]
     tests = _added_tests(patch)
@@ -163,6 +139,28 @@ def pinned_linters(config: str) -> dict[str, str]:
             found[current] = rev.group(1)
             current = None
     return found
+
+
+def upstream_linters(
+    cache_dir: Path, python: str
+) -> Callable[[git.Repo], tuple[dict[str, list[str]], str]]:
+    """For `stage`: upstream's own ruff and clang-format, at the versions the staged tree's
+    pre-commit config pins, installed into a tool venv of the cache."""
+    from tvmfork import ui, venvs
+
+    def linters(wt: git.Repo) -> tuple[dict[str, list[str]], str]:
+        reqs, note = linter_requirements(wt)
+        if not reqs:
+            return {}, note
+        venv = cache_dir / "venvs" / f"lint-{venvs.key(*reqs)}"
+        venvs.ensure(venv, reqs, python=python)
+        ui.note(f"upstream's linters: {', '.join(reqs)}")
+        pinned = {r.split("==")[0] for r in reqs}
+        return {
+            t: [str(venv / "bin" / t)] for t, (_, pkg) in LINTERS.items() if pkg in pinned
+        }, note
+
+    return linters
 
 
 def linter_requirements(wt: git.Repo) -> tuple[list[str], str]:

@@ -4,3 +4,31 @@ Suites are data (`suites`), each case runs isolated in a worker process of its s
 (`runner`, `worker`), and the report (`report`) names every regression: a case that works on
 stock and not on the fork blocks a release.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tvmfork import ui
+from tvmfork.conformance import report
+from tvmfork.conformance.runner import CaseSpec, Result, run_cases
+
+
+def run(
+    cases: list[CaseSpec], sides: dict[str, Path], out: Path, target: str, parallel: bool
+) -> list[Result]:
+    """Every case on every side (side name -> its interpreter), one progress line per case;
+    worker logs go to `out`."""
+    ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
+
+    def progress(i: int, case: CaseSpec, by_side: dict[str, Result]) -> None:
+        row = report.Row(case.suite, case.name, by_side.get("stock"), by_side.get("fork"))
+        parts = []
+        for side, r in sorted(by_side.items(), key=lambda kv: kv[0] != "stock"):
+            t = f" {r.times['compile_s']:.1f} s" if "compile_s" in r.times else ""
+            parts.append(f"{side} {report.word(r)}{t}")
+        flag = f"  {row.verdict}" if row.verdict else ""
+        ui.note(f"[{i + 1}/{len(cases)}] {case.suite}/{case.name}: {' | '.join(parts)}{flag}")
+
+    env = {"TVMFORK_TARGET": target, "PYTHONDONTWRITEBYTECODE": "1"}
+    return run_cases(cases, sides, out, env, progress, parallel=parallel)
