@@ -6,7 +6,9 @@ by output (count, shape, dtype, values), with ONNX's reference implementation. O
 LayerNormalization's Mean/InvStdDev are 0-d zeros, Dropout's mask is float, training-mode
 BatchNormalization weighs the running statistics the wrong way round, GatherElements reads
 before the tensor for negative indices, Expand by a runtime shape drops the input's rows where
-the target says 1, and IsInf ignores detect_negative/detect_positive.
+the target says 1, IsInf ignores detect_negative/detect_positive, and Mod folds constants with
+the other op than it computes with (fmod=0: -3 mod 2 folds to -1, not 1) and gets float edge
+cases wrong (0 mod -2 is -0.0, -3 mod inf is inf).
 """
 
 from __future__ import annotations
@@ -115,3 +117,26 @@ def test_isinf_detect_negative_and_positive(negative: int, positive: int) -> Non
         "IsInf", ["x"], ["y"], detect_negative=negative, detect_positive=positive
     )
     _check(_model(node, inputs, [_out("y", TensorProto.BOOL)], 10), inputs)
+
+
+@pytest.mark.parametrize("constant", [False, True])
+def test_mod_remainder_takes_the_divisors_sign(constant: bool) -> None:
+    a = np.array([-3.0, 3.0, 0.0, -3.0, 1.0, 5.5], dtype="float32")
+    b = np.array([2.0, -2.0, -2.0, np.inf, -np.inf, 2.0], dtype="float32")
+    node = helper.make_node("Mod", ["a", "b"], ["y"], fmod=0)
+    if not constant:
+        inputs = {"a": a, "b": b}
+        _check(_model(node, inputs, [_out("y")], 13), inputs)
+        return
+    graph = helper.make_graph(
+        [node],
+        "mod",
+        [],
+        [_out("y")],
+        [onnx.numpy_helper.from_array(a, "a"), onnx.numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    vm = relax.VirtualMachine(tvm.compile(from_onnx(model), target="llvm"), tvm.cpu())
+    got = vm["main"]().numpy()
+    np.testing.assert_array_equal(got, np.mod(a, b))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.mod(a, b)))
