@@ -25,6 +25,7 @@ from tvmfork.errors import ProcessError
 
 WORKER = Path(__file__).with_name("worker.py")
 START_TIMEOUT = 300.0  # importing tvm and torch in a cold venv
+SEGFAULT_BANNER = b"Segfault encountered"  # what tvm-ffi's SIGSEGV handler prints first
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,14 @@ class Worker:
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         return lines[-1][:400] if lines else ""
 
+    def _segfaulted(self, since: int) -> bool:
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(since)
+                return SEGFAULT_BANNER in fh.read()
+        except OSError:
+            return False
+
     def stop(self) -> int | None:
         if self.proc is None:
             return None
@@ -164,9 +173,14 @@ class Worker:
             if line is None:
                 timed_out = self.proc.poll() is None
                 code = self.stop()
-                if timed_out:
+                if timed_out and not self._segfaulted(since):
                     why = f"no result after {case.timeout:.0f} s"
                     return Result(case.suite, case.name, self.side, "timeout", stage, why)
+                if timed_out:
+                    # TVM's segfault handler symbolizes a backtrace of libtvm before the process
+                    # dies, which can outlast the limit: a crash all the same.
+                    why = "worker killed by SIGSEGV (its backtrace was still printing at the limit)"
+                    return Result(case.suite, case.name, self.side, "crash", stage, why)
                 why = _died(code, self._log_tail(since))
                 return Result(case.suite, case.name, self.side, "crash", stage, why)
             msg = json.loads(line)
