@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -389,7 +390,7 @@ def cmd_conformance(ctx: Ctx) -> int:
     stock_py, fork_py, _, _ = _test_venvs(ctx, ctx.series())
     limits = suites.Limits(reps=0 if a.no_bench else a.reps)
     if a.timeout:
-        limits = suites.Limits(a.timeout, a.timeout, limits.reps, limits.budget_s)
+        limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
     with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
         cases = suites.collect(
             names,

@@ -119,24 +119,23 @@ class Worker:
         line, _, self.buf = self.buf.partition(b"\n")
         return line
 
-    def _log_tail(self, since: int = 0) -> str:
-        """The last line of the worker's stderr written after offset `since`."""
+    def _log_since(self, since: int) -> bytes:
+        """What the worker wrote to stderr after offset `since`."""
         try:
             with self.log_path.open("rb") as fh:
                 fh.seek(since)
-                text = fh.read().decode(errors="replace")
+                return fh.read()
         except OSError:
-            return ""
+            return b""
+
+    def _log_tail(self, since: int = 0) -> str:
+        """The last line of the worker's stderr written after offset `since`."""
+        text = self._log_since(since).decode(errors="replace")
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         return lines[-1][:400] if lines else ""
 
     def _segfaulted(self, since: int) -> bool:
-        try:
-            with self.log_path.open("rb") as fh:
-                fh.seek(since)
-                return SEGFAULT_BANNER in fh.read()
-        except OSError:
-            return False
+        return SEGFAULT_BANNER in self._log_since(since)
 
     def stop(self) -> int | None:
         if self.proc is None:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 from dataclasses import dataclass
@@ -189,7 +190,7 @@ def collect(
         elif name == "onnx-node":
             cases += onnx_node(cache, python, limits, patterns)
         elif name == "ci":
-            ci = Limits(limits.node_timeout, limits.model_timeout, reps=0)
+            ci = dataclasses.replace(limits, reps=0)
             cases += onnx_node(cache, python, ci, CI_NODE, patterns)
             cases += torch_module("torchvision", TORCHVISION, python, ci, CI_MODELS, patterns)
         else:
