@@ -18,41 +18,10 @@ import onnx
 import pytest
 import tvm
 from onnx import TensorProto, helper
-from onnx.reference import ReferenceEvaluator
 from tvm import relax
 from tvm.relax.frontend.onnx import from_onnx
 
-
-def _model(node: onnx.NodeProto, inputs: dict[str, np.ndarray], outputs: list, opset: int):
-    graph = helper.make_graph(
-        [node],
-        node.op_type,
-        [
-            helper.make_tensor_value_info(
-                n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)
-            )
-            for n, a in inputs.items()
-        ],
-        outputs,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _check(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> None:
-    want = ReferenceEvaluator(model).run(None, inputs)
-    vm = relax.VirtualMachine(tvm.compile(from_onnx(model), target="llvm"), tvm.cpu())
-    out = vm["main"](*[tvm.runtime.tensor(a) for a in inputs.values()])
-    got = [o.numpy() for o in out] if not hasattr(out, "numpy") else [out.numpy()]
-    assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want, strict=True)):
-        assert g.shape == w.shape, f"output {i}: shape {g.shape}, expected {w.shape}"
-        assert g.dtype == w.dtype, f"output {i}: dtype {g.dtype}, expected {w.dtype}"
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"output {i}")
-
-
-def _out(name: str, elem: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, elem, None)
-
+from .onnxrun import check, node_model, out
 
 RNG = np.random.default_rng(0)
 
@@ -61,13 +30,13 @@ def test_layer_normalization_mean_and_inv_std_dev() -> None:
     x = RNG.standard_normal((2, 3, 4)).astype("float32")
     inputs = {"x": x, "s": np.ones((3, 4), "float32"), "b": np.zeros((3, 4), "float32")}
     node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y", "m", "i"], axis=1)
-    _check(_model(node, inputs, [_out("y"), _out("m"), _out("i")], 17), inputs)
+    check(node_model(node, inputs, [out("y"), out("m"), out("i")], 17), inputs)
 
 
 def test_dropout_mask_is_bool() -> None:
     inputs = {"x": RNG.standard_normal((3, 4)).astype("float32")}
     node = helper.make_node("Dropout", ["x"], ["y", "mask"])
-    _check(_model(node, inputs, [_out("y"), _out("mask", TensorProto.BOOL)], 13), inputs)
+    check(node_model(node, inputs, [out("y"), out("mask", TensorProto.BOOL)], 13), inputs)
 
 
 def test_batch_normalization_training_running_statistics() -> None:
@@ -85,8 +54,8 @@ def test_batch_normalization_training_running_statistics() -> None:
         training_mode=1,
         momentum=0.8,
     )
-    outputs = [_out("y"), _out("running_mean"), _out("running_var")]
-    _check(_model(node, inputs, outputs, 15), inputs)
+    outputs = [out("y"), out("running_mean"), out("running_var")]
+    check(node_model(node, inputs, outputs, 15), inputs)
 
 
 def test_gather_elements_negative_indices() -> None:
@@ -97,7 +66,7 @@ def test_gather_elements_negative_indices() -> None:
         "indices": np.array([[-1, 0], [-4, 3], [2, -2]], dtype="int64"),
     }
     node = helper.make_node("GatherElements", ["data", "indices"], ["y"], axis=1)
-    _check(_model(node, inputs, [_out("y")], 13), inputs)
+    check(node_model(node, inputs, [out("y")], 13), inputs)
 
 
 def test_expand_by_a_runtime_shape() -> None:
@@ -107,7 +76,7 @@ def test_expand_by_a_runtime_shape() -> None:
         "shape": np.array([2, 1, 6], dtype="int64"),
     }
     node = helper.make_node("Expand", ["data", "shape"], ["y"])
-    _check(_model(node, inputs, [_out("y")], 13), inputs)
+    check(node_model(node, inputs, [out("y")], 13), inputs)
 
 
 @pytest.mark.parametrize(("negative", "positive"), [(0, 1), (1, 0)])
@@ -116,7 +85,7 @@ def test_isinf_detect_negative_and_positive(negative: int, positive: int) -> Non
     node = helper.make_node(
         "IsInf", ["x"], ["y"], detect_negative=negative, detect_positive=positive
     )
-    _check(_model(node, inputs, [_out("y", TensorProto.BOOL)], 10), inputs)
+    check(node_model(node, inputs, [out("y", TensorProto.BOOL)], 10), inputs)
 
 
 @pytest.mark.parametrize("constant", [False, True])
@@ -126,13 +95,13 @@ def test_mod_remainder_takes_the_divisors_sign(constant: bool) -> None:
     node = helper.make_node("Mod", ["a", "b"], ["y"], fmod=0)
     if not constant:
         inputs = {"a": a, "b": b}
-        _check(_model(node, inputs, [_out("y")], 13), inputs)
+        check(node_model(node, inputs, [out("y")], 13), inputs)
         return
     graph = helper.make_graph(
         [node],
         "mod",
         [],
-        [_out("y")],
+        [out("y")],
         [onnx.numpy_helper.from_array(a, "a"), onnx.numpy_helper.from_array(b, "b")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

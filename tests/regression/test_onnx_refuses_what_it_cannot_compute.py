@@ -1,0 +1,82 @@
+"""Patch: the ONNX importer imports CastLike, and says so where TVM would compute another result
+than ONNX defines (found by ONNX's node conformance cases, `tvmfork conformance onnx-node`).
+
+On stock 0.26.0: CastLike is not implemented; a float8 Cast returns wrong values (0 reads back
+as 2^-7, NaN as 1.5, 1e6 as -15; the FNUZ types with the wrong exponent bias); RoiAlign's max
+mode pools another maximum than ONNX's; Dropout in training mode returns its input unchanged.
+On the fork each is an error that names the op and the reason: at import, or, for a
+training_mode known only at run time, when the compiled model runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+import tvm
+from onnx import TensorProto, helper
+from tvm import relax
+from tvm.relax.frontend.onnx import from_onnx
+
+from .onnxrun import check, node_model, out
+
+
+def test_castlike_imports() -> None:
+    inputs = {
+        "x": np.array([[1.5, -2.25, 3e4]], dtype="float32"),
+        "like": np.zeros(1, dtype="float16"),
+    }
+    node = helper.make_node("CastLike", ["x", "like"], ["y"])
+    check(node_model(node, inputs, [out("y", TensorProto.FLOAT16)], 19), inputs)
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        ("float32", "float8_e4m3fn"),
+        ("float8_e4m3fn", "float32"),
+        ("float32", "float8_e5m2fnuz"),
+    ],
+)
+def test_float8_cast_is_refused_at_import(src: str, dst: str) -> None:
+    """What stock computes instead: 0 -> 2^-7 (e4m3fn to float), 1e6 -> -15, NaN -> 1.5."""
+    import ml_dtypes  # noqa: F401  (numpy's float8 types)
+
+    x = np.array([0.0, 0.5, 1e6, np.nan], dtype="float32").astype(src)
+    to = helper.np_dtype_to_tensor_dtype(np.dtype(dst))
+    model = node_model(helper.make_node("Cast", ["x"], ["y"], to=to), {"x": x}, [out("y", to)], 21)
+    with pytest.raises(tvm.error.OpNotImplemented, match=f"Cast from {src} to {dst}"):
+        from_onnx(model)
+
+
+def test_roi_align_max_mode_is_refused_at_import() -> None:
+    inputs = {
+        "x": np.arange(16, dtype="float32").reshape(1, 1, 4, 4),
+        "rois": np.array([[0.0, 0.0, 3.0, 3.0]], dtype="float32"),
+        "batch_indices": np.array([0], dtype="int64"),
+    }
+    node = helper.make_node("RoiAlign", list(inputs), ["y"], mode="max", output_height=2)
+    with pytest.raises(tvm.error.OpAttributeUnImplemented, match="mode='max'"):
+        from_onnx(node_model(node, inputs, [out("y")], 16))
+
+
+def _dropout(ratio: float, training: bool) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    inputs = {
+        "x": np.arange(12, dtype="float32").reshape(3, 4),
+        "ratio": np.array(ratio, dtype="float32"),
+        "training": np.array(training),
+    }
+    node = helper.make_node("Dropout", list(inputs), ["y", "mask"])
+    return node_model(node, inputs, [out("y"), out("mask", TensorProto.BOOL)], 13), inputs
+
+
+def test_dropout_training_at_run_time_raises() -> None:
+    """training_mode is a graph input: true with ratio 0.5 would zero random elements (stock
+    returns the input); the same compiled model stays the identity for inference."""
+    model, inputs = _dropout(0.5, True)
+    vm = relax.VirtualMachine(tvm.compile(from_onnx(model), target="llvm"), tvm.cpu())
+    args = [tvm.runtime.tensor(a) for a in inputs.values()]
+    with pytest.raises(RuntimeError, match="Dropout with training_mode true and ratio > 0"):
+        vm["main"](*args)
+    model, inputs = _dropout(0.5, False)
+    check(model, inputs)
