@@ -58,6 +58,9 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         assert by[key]["stock"]["status"] == "ok", by[key]
         assert by[key]["fork"]["status"] == "ok", by[key]
     assert "0 regressions" in r.stdout
+    # no silent wrong result: where the fork cannot compute ONNX's result it raises
+    wrong = [k[1] for k in by if by[k]["fork"]["status"] == "wrong"]
+    assert not wrong, wrong
     assert (tmp_path / "report.md").read_text().startswith("| suite | case |")
 
 
