@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TVMFORK := $(VENV)/bin/tvmfork
 
-.PHONY: all checkout wheel image test test-unit test-overlay test-conformance conformance \
+.PHONY: all checkout wheel image test test-unit test-overlay test-conformance conformance bench-models \
 	test-native check lint clean
 
 all: wheel
@@ -50,6 +50,14 @@ test-conformance: $(VENV)/.installed
 # timings; report in out/conformance/. ARGS passes more options (ARGS="--jobs 2").
 conformance: $(VENV)/.installed
 	$(TVMFORK) conformance torchvision onnx-node $(ARGS)
+
+# Benchmark (not a test): the torchvision models on PyTorch eager, ONNX Runtime, stock and fork,
+# for TARGET (llvm or host) and THREADS (default 1); speed table in out/bench-$(TARGET)-$(THREADS)/.
+TARGET ?= host
+THREADS ?= 1
+bench-models: $(VENV)/.installed
+	$(TVMFORK) conformance torchvision --ort --threads $(THREADS) --target $(TARGET) \
+		--report out/bench-$(TARGET)-$(THREADS) $(ARGS)
 
 # Opt-in native lane: a source-built wheel (make wheel MODE=source) and the build tree it came
 # from; runs the native patches' regression tests on that wheel and the src_cc tests (ctest).

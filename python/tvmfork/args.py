@@ -194,6 +194,17 @@ def parser() -> argparse.ArgumentParser:
         "--reps", type=int, default=5, help="timing runs of each passing model (default 5)"
     )
     cf.add_argument("--no-bench", action="store_true", help="no timing runs")
+    cf.add_argument(
+        "--ort",
+        action="store_true",
+        help="also time ONNX Runtime on each PyTorch model, exported with "
+        "torch.onnx.export(dynamo=True): a second anchor beside PyTorch eager",
+    )
+    cf.add_argument(
+        "--threads",
+        type=int,
+        help="threads for TVM, PyTorch and ONNX Runtime alike (default: each its own)",
+    )
     cf.add_argument("--report", help="report folder (default: out/conformance)")
     with_sides(cf)
 

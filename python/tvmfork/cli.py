@@ -383,12 +383,14 @@ def cmd_conformance(ctx: Ctx) -> int:
     from tvmfork.conformance import report, suites
 
     a = ctx.args
+    if a.threads is not None and a.threads < 1:
+        raise UsageError(f"--threads {a.threads}: give a count of 1 or more")
     names = a.suites or ([] if a.onnx or a.torch_module else ["ci"])
     for n in names:
         if n not in suites.SUITES:
             raise UsageError(f"unknown suite {n!r}; the suites: {', '.join(suites.SUITES)}")
     stock_py, fork_py, _, _ = _test_venvs(ctx, ctx.series())
-    limits = suites.Limits(reps=0 if a.no_bench else a.reps)
+    limits = suites.Limits(reps=0 if a.no_bench else a.reps, ort=a.ort)
     if a.timeout:
         limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
     with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
@@ -408,9 +410,16 @@ def cmd_conformance(ctx: Ctx) -> int:
         sides = {a.side: sides[a.side]}
     out = Path(a.report).resolve() if a.report else ctx.settings.out_dir / "conformance"
     start = time.monotonic()
-    results = conformance.run(cases, sides, out, a.target, parallel=a.side_jobs > 1)
-    jsonl, md = report.write(results, out)
+    results = conformance.run(
+        cases, sides, out, a.target, parallel=a.side_jobs > 1, threads=a.threads
+    )
+    context = f"target {a.target}, threads {a.threads or 'default'}"
+    if a.side_jobs > 1:
+        context += ", both sides at once: timings compete"
+    jsonl, md = report.write(results, out, context)
     for line in report.summary(results):
+        print(line)
+    for line in report.speed_table(results, context):
         print(line)
     print(f"report: {md}\nresults: {jsonl}\n({time.monotonic() - start:.0f} s)")
     bad = report.regressions(results)

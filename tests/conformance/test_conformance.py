@@ -112,6 +112,33 @@ def test_user_suites_run_isolated(tmp_path: Path) -> None:
     assert f"{suite}: 4 cases" in r.stdout
 
 
+def test_bench_times_onnx_runtime_at_the_thread_count_asked(tmp_path: Path) -> None:
+    """--ort exports the torch model (torch.onnx.export, dynamo) and times ONNX Runtime beside
+    PyTorch eager and TVM; --threads sets all three; the speed table gives the ratios."""
+    r = _conformance(
+        "--torch-module",
+        str(HERE / "cases_for_tests.py"),
+        "-k",
+        "c_small",
+        "--ort",
+        "--threads",
+        "1",
+        "--reps",
+        "2",
+        "--report",
+        str(tmp_path),
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    by = _results(tmp_path)
+    for side in ("stock", "fork"):
+        small = by[("torch:cases_for_tests", "c_small")][side]
+        assert small["status"] == "ok", small
+        assert {"torch_ms", "tvm_ms", "ort_ms"} <= set(small), small
+    assert "Speed (target llvm, threads 1)" in r.stdout
+    assert "| geometric mean | 1 cases |" in r.stdout
+    assert "--threads 0: give a count of 1 or more" in _conformance("--threads", "0").stderr
+
+
 def test_unknown_suite_and_no_match_are_usage_errors(tmp_path: Path) -> None:
     r = _conformance("no-such-suite", "--report", str(tmp_path))
     assert r.returncode == 2 and "unknown suite 'no-such-suite'" in r.stderr

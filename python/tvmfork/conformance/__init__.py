@@ -15,10 +15,16 @@ from tvmfork.conformance.runner import CaseSpec, Result, run_cases
 
 
 def run(
-    cases: list[CaseSpec], sides: dict[str, Path], out: Path, target: str, parallel: bool
+    cases: list[CaseSpec],
+    sides: dict[str, Path],
+    out: Path,
+    target: str,
+    parallel: bool,
+    threads: int | None = None,
 ) -> list[Result]:
     """Every case on every side (side name -> its interpreter), one progress line per case;
-    worker logs go to `out`."""
+    worker logs go to `out`. `threads`: TVM, PyTorch and ONNX Runtime all use that many
+    (default: each its own default)."""
     ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
 
     def progress(i: int, case: CaseSpec, by_side: dict[str, Result]) -> None:
@@ -31,4 +37,6 @@ def run(
         ui.note(f"[{i + 1}/{len(cases)}] {case.suite}/{case.name}: {' | '.join(parts)}{flag}")
 
     env = {"TVMFORK_TARGET": target, "PYTHONDONTWRITEBYTECODE": "1"}
+    if threads:
+        env.update(TVMFORK_THREADS=str(threads), TVM_NUM_THREADS=str(threads))
     return run_cases(cases, sides, out, env, progress, parallel=parallel)

@@ -7,6 +7,7 @@ are reported by name, and any regression makes `tvmfork conformance` exit non-ze
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +80,7 @@ def _num(r: Result | None, key: str, fmt: str) -> str:
     return format(r.times[key], fmt)
 
 
-def markdown(results: list[Result], slowest: int = 10) -> str:
+def markdown(results: list[Result], slowest: int = 10, context: str = "") -> str:
     """The table: every case with both sides, the verdict, times; then the slowest cases."""
     out = [
         "| suite | case | stock | fork | verdict | compile s (stock / fork) | "
@@ -97,6 +98,9 @@ def markdown(results: list[Result], slowest: int = 10) -> str:
             f"{_num(ref, 'ort_ms', '.1f')} | {_cell(err)} |"
         )
     out += ["", "Summary:", "", *[f"- {line}" for line in summary(results)]]
+    table = speed_table(results, context)
+    if table:
+        out += ["", *table]
     timed = [r for r in all_rows if r.fork is not None and "compile_s" in r.fork.times]
     timed.sort(key=lambda r: -(r.fork.times["compile_s"] if r.fork else 0))
     if timed:
@@ -106,6 +110,107 @@ def markdown(results: list[Result], slowest: int = 10) -> str:
             stock = f", stock {_num(r.stock, 'compile_s', '.1f')} s" if r.stock else ""
             out.append(f"- {r.suite}/{r.case}: {r.fork.times['compile_s']:.1f} s{stock}")
     return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One timed case: medians (ms) and the ratios the performance goals are stated in. A
+    ratio to PyTorch or ORT is taken within one side's worker (interleaved calls); stock/fork
+    compares the two sides' medians."""
+
+    suite: str
+    case: str
+    torch_ms: float | None
+    ort_ms: float | None
+    stock_ms: float | None
+    fork_ms: float | None
+    fork_per_torch: float | None
+    fork_per_ort: float | None
+    stock_per_fork: float | None
+    stock_compile_s: float | None
+    fork_compile_s: float | None
+    ort_error: str = ""
+
+    @property
+    def compile_ratio(self) -> float | None:
+        return _ratio(self.fork_compile_s, self.stock_compile_s)
+
+
+SPEED_COLUMNS = ("fork_per_torch", "fork_per_ort", "stock_per_fork", "compile_ratio")
+
+
+def _t(r: Result | None, key: str) -> float | None:
+    return r.times.get(key) if r is not None and r.ok else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def speed(results: list[Result]) -> list[Speed]:
+    """The cases the fork ran and timed (--reps), in report order."""
+    out = []
+    for r in rows(results):
+        fork_ms = _t(r.fork, "tvm_ms")
+        if fork_ms is None:
+            continue
+        out.append(
+            Speed(
+                r.suite,
+                r.case,
+                _t(r.fork, "torch_ms"),
+                _t(r.fork, "ort_ms"),
+                _t(r.stock, "tvm_ms"),
+                fork_ms,
+                _ratio(fork_ms, _t(r.fork, "torch_ms")),
+                _ratio(fork_ms, _t(r.fork, "ort_ms")),
+                _ratio(_t(r.stock, "tvm_ms"), fork_ms),
+                _t(r.stock, "compile_s"),
+                _t(r.fork, "compile_s"),
+                r.fork.notes.get("ort_error", "") if r.fork is not None else "",
+            )
+        )
+    return out
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def speed_table(results: list[Result], context: str = "") -> list[str]:
+    """Markdown: a row per timed case, then the geometric mean of each ratio column."""
+    timed = speed(results)
+    if not timed:
+        return []
+
+    def f(v: float | None, fmt: str) -> str:
+        return "" if v is None else format(v, fmt)
+
+    out = [
+        f"Speed{f' ({context})' if context else ''}: medians in ms; a ratio below 1 is the "
+        "fork faster (stock/fork: above 1).",
+        "",
+        "| suite | case | PyTorch | ORT | stock | fork | fork/PyTorch | fork/ORT | stock/fork | "
+        "compile s stock / fork | compile fork/stock |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in timed:
+        ort = f(t.ort_ms, ".2f") or ("export failed" if t.ort_error else "")
+        out.append(
+            f"| {t.suite} | {t.case} | {f(t.torch_ms, '.2f')} | {ort} | {f(t.stock_ms, '.2f')} | "
+            f"{f(t.fork_ms, '.2f')} | {f(t.fork_per_torch, '.2f')} | {f(t.fork_per_ort, '.2f')} "
+            f"| {f(t.stock_per_fork, '.2f')} | {f(t.stock_compile_s, '.1f')} / "
+            f"{f(t.fork_compile_s, '.1f')} | {f(t.compile_ratio, '.2f')} |"
+        )
+    means = []
+    for col in SPEED_COLUMNS:
+        vals = [v for t in timed if (v := getattr(t, col)) is not None]
+        means.append(f"{f(geomean(vals), '.2f')} (n={len(vals)})" if vals else "")
+    out.append(
+        f"| geometric mean | {len(timed)} cases | | | | | {means[0]} | {means[1]} | {means[2]} | "
+        f"| {means[3]} |"
+    )
+    return out
 
 
 def _run_ms(r: Result | None) -> str:
@@ -118,12 +223,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:160]
 
 
-def write(results: list[Result], out_dir: Path) -> tuple[Path, Path]:
+def write(results: list[Result], out_dir: Path, context: str = "") -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     jsonl = out_dir / "results.jsonl"
     jsonl.write_text("".join(json.dumps(r.to_json()) + "\n" for r in results))
     md = out_dir / "report.md"
-    md.write_text(markdown(results))
+    md.write_text(markdown(results, context=context))
     return jsonl, md
 
 
@@ -132,8 +237,11 @@ def load(jsonl: Path) -> list[Result]:
     for line in jsonl.read_text().splitlines():
         d = json.loads(line)
         keys = ("suite", "case", "side", "status", "stage", "error")
-        times = {k: float(v) for k, v in d.items() if k not in keys}
+        times = {k: float(v) for k, v in d.items() if k not in keys and not k.endswith("_error")}
+        notes = {k: v for k, v in d.items() if k not in keys and k.endswith("_error")}
         results.append(
-            Result(d["suite"], d["case"], d["side"], d["status"], d["stage"], d["error"], times)
+            Result(
+                d["suite"], d["case"], d["side"], d["status"], d["stage"], d["error"], times, notes
+            )
         )
     return results

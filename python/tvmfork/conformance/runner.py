@@ -52,6 +52,7 @@ class Result:
     stage: str
     error: str = ""
     times: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)  # e.g. ort_error: why ORT was not timed
 
     @property
     def ok(self) -> bool:
@@ -67,6 +68,7 @@ class Result:
             "error": self.error,
             # 4 significant digits: a relative error of 1e-6 must not round to 0
             **{k: float(f"{v:.4g}") for k, v in self.times.items()},
+            **self.notes,
         }
 
 
@@ -188,8 +190,16 @@ class Worker:
             elif "result" in msg:
                 r = msg["result"]
                 times = {k: float(v) for k, v in r.items() if isinstance(v, (int, float))}
+                notes = {k: v for k, v in r.items() if k.endswith("_error") and k != "error"}
                 return Result(
-                    case.suite, case.name, self.side, r["status"], r["stage"], r["error"], times
+                    case.suite,
+                    case.name,
+                    self.side,
+                    r["status"],
+                    r["stage"],
+                    r["error"],
+                    times,
+                    notes,
                 )
 
 

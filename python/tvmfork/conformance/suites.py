@@ -85,6 +85,7 @@ class Limits:
     model_timeout: float = 1200.0
     reps: int = 5
     budget_s: float = 30.0
+    ort: bool = False  # also time ONNX Runtime on each torch model (exported to ONNX)
 
 
 def _pick(names: list[str], *groups: list[str]) -> list[str]:
@@ -117,6 +118,7 @@ def torch_module(
                 "name": name,
                 "reps": limits.reps,
                 "budget_s": limits.budget_s,
+                "ort": limits.ort and limits.reps > 0,
             },
             limits.model_timeout,
         )

@@ -212,10 +212,52 @@ def run_torch(case: Case, target: str) -> None:
             with torch.no_grad():
                 model(*inputs)
 
-        timed = interleaved(
-            {"torch": eager, "tvm": lambda: vm["main"](*args)}, spec["reps"], spec["budget_s"]
-        )
-        case.times.update(timed)
+        fns = {"torch": eager, "tvm": lambda: vm["main"](*args)}
+        if spec.get("ort"):
+            ort_fn = ort_of_torch(case, model, inputs, want)
+            if ort_fn is not None:
+                fns["ort"] = ort_fn
+        case.times.update(interleaved(fns, spec["reps"], spec["budget_s"]))
+
+
+def threads() -> int | None:
+    """The thread count asked for (TVMFORK_THREADS), for PyTorch and ONNX Runtime; TVM's pool
+    reads TVM_NUM_THREADS, which the runner sets alongside."""
+    n = os.environ.get("TVMFORK_THREADS")
+    return int(n) if n else None
+
+
+def ort_session(path: str) -> Any:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    if threads():
+        opts.intra_op_num_threads = threads()
+        opts.inter_op_num_threads = 1
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+
+def ort_of_torch(case: Case, model: Any, inputs: tuple[Any, ...], want: list[Any]) -> Any:
+    """ONNX Runtime on the model exported as a user would (torch.onnx.export, dynamo): the
+    function to time, or None with the reason in case.info["ort_error"] (ORT is an anchor for
+    the timings, not part of the verdict)."""
+    import tempfile
+
+    import torch
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
+            path = os.path.join(tmp, "model.onnx")
+            torch.onnx.export(model, inputs, dynamo=True).save(path)
+            sess = ort_session(path)
+        feed = {i.name: x.detach().numpy() for i, x in zip(sess.get_inputs(), inputs, strict=True)}
+        problem, _ = compare(sess.run(None, feed), want, 0, 0, case.spec.get("rel_max", 1e-3))
+        if problem:
+            raise CaseFailed(f"ONNX Runtime's result differs from PyTorch's: {problem}")
+    except Exception as exc:  # any failure drops the anchor only
+        case.info["ort_error"] = last_line(exc)
+        return None
+    return lambda: sess.run(None, feed)
 
 
 # --- onnx cases -----------------------------------------------------------------------------
@@ -274,9 +316,7 @@ def run_onnx(case: Case, target: str) -> None:
         inputs = random_inputs(model)
     sess = None
     if spec.get("ort"):
-        import onnxruntime as ort
-
-        sess = ort.InferenceSession(spec["model"], providers=["CPUExecutionProvider"])
+        sess = ort_session(spec["model"])
         feed = dict(zip(names, inputs, strict=True))
         if want is None:
             want = sess.run(None, feed)
@@ -326,7 +366,11 @@ def serve() -> int:
     target = os.environ.get("TVMFORK_TARGET", "llvm")
     import tvm
 
-    send({"ready": True, "tvm": tvm.__version__, "target": target})
+    if threads():
+        import torch
+
+        torch.set_num_threads(threads())
+    send({"ready": True, "tvm": tvm.__version__, "target": target, "threads": threads()})
     for line in sys.stdin:
         if not line.strip():
             continue
