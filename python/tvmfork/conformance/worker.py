@@ -334,7 +334,9 @@ def run_onnx(case: Case, target: str) -> None:
     got = leaves(vm["main"](*args))
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
     case.enter("numerics")
-    problem, _ = compare(got, want, spec.get("rtol", 1e-3), spec.get("atol", 1e-7), 0)
+    problem, _ = compare(
+        got, want, spec.get("rtol", 1e-3), spec.get("atol", 1e-7), spec.get("rel_max", 0)
+    )
     if problem:
         raise CaseFailed(problem)
     if spec.get("reps", 0):
