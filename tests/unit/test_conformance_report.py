@@ -69,7 +69,8 @@ def test_reports_round_trip_and_list_the_slowest(tmp_path: Path) -> None:
 
 def test_speed_table_ratios_and_geometric_means(tmp_path: Path) -> None:
     """Ratios to PyTorch/ORT come from the fork side's own medians; stock/fork across sides;
-    a row per timed case and a geometric-mean row; ORT's failure is said, not a number."""
+    a row per timed case and a geometric-mean row; an untimed ORT (export or result failed)
+    is said, not a number."""
     results = [
         _r("a", "stock", "ok", tvm_ms=40.0, torch_ms=10.0, compile_s=2.0),
         _r("a", "fork", "ok", tvm_ms=5.0, torch_ms=10.0, ort_ms=4.0, compile_s=6.0),
@@ -93,7 +94,7 @@ def test_speed_table_ratios_and_geometric_means(tmp_path: Path) -> None:
     assert (b.fork_per_torch, b.fork_per_ort, b.stock_per_fork) == (2.0, None, 2.0)
     table = report.speed_table(results, "target host, threads 1")
     assert table[0].startswith("Speed (target host, threads 1)")
-    assert "| s | b | 20.00 | export failed | 80.00 | 40.00 | 2.00 |" in table[5]
+    assert "| s | b | 20.00 | not timed | 80.00 | 40.00 | 2.00 |" in table[5]
     # geometric means: fork/PyTorch sqrt(0.5 * 2) = 1, stock/fork sqrt(8 * 2) = 4
     assert table[-1].startswith("| geometric mean | 2 cases |")
     assert "1.00 (n=2)" in table[-1] and "1.25 (n=1)" in table[-1] and "4.00 (n=2)" in table[-1]

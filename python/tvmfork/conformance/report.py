@@ -195,7 +195,7 @@ def speed_table(results: list[Result], context: str = "") -> list[str]:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for t in timed:
-        ort = f(t.ort_ms, ".2f") or ("export failed" if t.ort_error else "")
+        ort = f(t.ort_ms, ".2f") or ("not timed" if t.ort_error else "")
         out.append(
             f"| {t.suite} | {t.case} | {f(t.torch_ms, '.2f')} | {ort} | {f(t.stock_ms, '.2f')} | "
             f"{f(t.fork_ms, '.2f')} | {f(t.fork_per_torch, '.2f')} | {f(t.fork_per_ort, '.2f')} "
