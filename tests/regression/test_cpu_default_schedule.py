@@ -50,9 +50,25 @@ class Convs(torch.nn.Module):
         return self.fc(y.flatten(1))
 
 
+class SmallMaps(torch.nn.Module):
+    """AlexNet's tail in miniature: 3x3 convs on 13x13 and 5x5 maps (widths that take no
+    whole AVX2 vector), then a batch-1 dense layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(24, 64, 3, padding=1)
+        self.b = torch.nn.Conv2d(64, 32, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(32 * 7 * 7, 64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.b(torch.relu(self.a(x)))
+        return self.fc(y.flatten(1))
+
+
 MODELS = {
     "dcgan": (Generator, (4, 32, 1, 1)),
     "convs_dense": (Convs, (4, 16, 16, 16)),
+    "small_maps": (SmallMaps, (1, 24, 13, 13)),
 }
 
 
@@ -155,3 +171,60 @@ def test_float8_casts_compile_and_match_numpy(dtype: str) -> None:
         bb.emit_func_output(out)
     got = run_llvm(bb.get(), x)
     np.testing.assert_array_equal(got, x.astype("float32"))
+
+
+def _reduction_vector_extents(mod: tvm.IRModule) -> dict[str, list[int]]:
+    """For each contraction PrimFunc: the extents of the vectorized loops around its
+    reduction (update) block."""
+
+    def reduces(stmt) -> bool:
+        found = []
+        tirx.stmt_functor.post_order_visit(
+            stmt,
+            lambda n: (
+                found.append(n)
+                if isinstance(n, tirx.SBlock) and any(int(iv.iter_type) == 2 for iv in n.iter_vars)
+                else None
+            ),
+        )
+        return bool(found)
+
+    out: dict[str, list[int]] = {}
+    for gv, func in mod.functions_items():
+        if not isinstance(func, tirx.PrimFunc) or gv.name_hint not in _contractions(mod):
+            continue
+        extents: list[int] = []
+        tirx.stmt_functor.post_order_visit(
+            func.body,
+            lambda n, e=extents: (
+                e.append(int(n.extent))
+                if isinstance(n, tirx.For) and n.kind == tirx.ForKind.VECTORIZED and reduces(n.body)
+                else None
+            ),
+        )
+        out[gv.name_hint] = extents
+    return out
+
+
+def test_avx2_tiles_take_whole_vectors() -> None:
+    """For an AVX2 CPU (8 float32 lanes; llvm_get_vector_width says 512 on every x86-64)
+    each contraction's vector loop is a whole number of 8-lane vectors: on a 13-wide map the
+    output channels are vectorized, not 13 (or 9) lanes of the width."""
+    _, _, mod = _import("small_maps")
+    with tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}):
+        lowered = relax.get_pipeline("default")(mod)
+    extents = _reduction_vector_extents(lowered)
+    assert extents and all(e and all(n % 8 == 0 for n in e) for e in extents.values()), extents
+
+
+def test_host_target_results_match_pytorch() -> None:
+    """The same model compiled for the host's own ISA (`Target.from_device`), as users who
+    ask for it get it."""
+    model, x, mod = _import("small_maps")
+    host = tvm.target.Target.from_device("cpu")
+    vm = relax.VirtualMachine(tvm.compile(mod, target=host), tvm.cpu())
+    got = vm["main"](tvm.runtime.tensor(x.numpy()))
+    with torch.no_grad():
+        expected = model(x).numpy()
+    got = (got if isinstance(got, tvm.runtime.Tensor) else got[0]).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
