@@ -65,10 +65,24 @@ class SmallMaps(torch.nn.Module):
         return self.fc(y.flatten(1))
 
 
+class Tokens(torch.nn.Module):
+    """A transformer's MLP on 37 tokens (a prime count, as ViT-B/16's 197): dense layers
+    whose rows no register tile divides."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(64, 256)
+        self.down = torch.nn.Linear(256, 64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.gelu(self.up(x)))
+
+
 MODELS = {
     "dcgan": (Generator, (4, 32, 1, 1)),
     "convs_dense": (Convs, (4, 16, 16, 16)),
     "small_maps": (SmallMaps, (1, 24, 13, 13)),
+    "tokens": (Tokens, (37, 64)),
 }
 
 
@@ -215,6 +229,23 @@ def test_avx2_tiles_take_whole_vectors() -> None:
         lowered = relax.get_pipeline("default")(mod)
     extents = _reduction_vector_extents(lowered)
     assert extents and all(e and all(n % 8 == 0 for n in e) for e in extents.values()), extents
+
+
+def test_prime_token_count_tiles_whole_vectors_without_a_predicate() -> None:
+    """37 rows: the fork pads them to whole row tiles (a predicated tile makes every step of
+    the reduction conditional and halved ViT-B/16's dense layers' speed) and vectorizes the
+    features in whole AVX2 vectors; stock leaves the dense layers serial and scalar."""
+    _, _, mod = _import("tokens")
+    with tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}):
+        lowered = relax.get_pipeline("default")(mod)
+    extents = _reduction_vector_extents(lowered)
+    assert extents and all(e and all(n % 8 == 0 for n in e) for e in extents.values()), extents
+    predicated = [
+        gv.name_hint
+        for gv, func in lowered.functions_items()
+        if gv.name_hint in extents and "T.where" in func.script()
+    ]
+    assert not predicated, f"row tiles under a predicate: {predicated}"
 
 
 def test_host_target_results_match_pytorch() -> None:
