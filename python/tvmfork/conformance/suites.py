@@ -175,7 +175,7 @@ def onnx_dir(path: Path, limits: Limits, patterns: list[str]) -> list[CaseSpec]:
         spec = {
             "kind": "onnx",
             "model": str(model.resolve()),
-            "data": str(data.resolve()) if has_data else "",
+            "data": str(data.resolve()) if data is not None and has_data else "",
             "ort": True,
             "rtol": 1e-3,
             "atol": 1e-5,
