@@ -144,11 +144,11 @@ MODELS = {
     "separable_3d": (Separable3d, (1, 24, 8, 6, 6)),
     "silu": (SiLUBlock, (1, 8, 80, 80)),
     "stem": (Stem, (1, 3, 64, 64)),
+    "depthwise": (lambda: torch.nn.Conv2d(96, 96, 3, padding=1, groups=96), (1, 96, 40, 40)),
 }
 # models whose PrimFuncs are not all vectorized (a 17-wide pool takes no vector)
 SCALAR_MODELS = {
     "pools": (Pools, (1, 128, 35, 35)),
-    "depthwise": (lambda: torch.nn.Conv2d(96, 96, 3, padding=1, groups=96), (1, 96, 40, 40)),
 }
 
 
@@ -157,6 +157,24 @@ def _import(name: str) -> tuple[torch.nn.Module, torch.Tensor, tvm.IRModule]:
     cls, shape = {**MODELS, **SCALAR_MODELS}[name]
     model, x = cls().eval(), torch.randn(*shape)
     return model, x, import_torch(model, x)
+
+
+AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
+
+
+def _lower_avx2(name: str) -> tvm.IRModule:
+    """The model `name` through the default pipeline for an AVX2 CPU."""
+    _, _, mod = _import(name)
+    with tvm.target.Target(AVX2):
+        return relax.get_pipeline("default")(mod)
+
+
+def _loop_kinds(func: tirx.PrimFunc) -> list[tirx.ForKind]:
+    kinds: list[tirx.ForKind] = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: kinds.append(n.kind) if isinstance(n, tirx.For) else None
+    )
+    return kinds
 
 
 def _contractions(mod: tvm.IRModule) -> dict[str, list[tirx.ForKind]]:
@@ -290,9 +308,7 @@ def test_avx2_tiles_take_whole_vectors() -> None:
     """For an AVX2 CPU (8 float32 lanes; llvm_get_vector_width says 512 on every x86-64)
     each contraction's vector loop is a whole number of 8-lane vectors: on a 13-wide map the
     output channels are vectorized, not 13 (or 9) lanes of the width."""
-    _, _, mod = _import("small_maps")
-    with tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}):
-        lowered = relax.get_pipeline("default")(mod)
+    lowered = _lower_avx2("small_maps")
     extents = _reduction_vector_extents(lowered)
     assert extents and all(e and all(n % 8 == 0 for n in e) for e in extents.values()), extents
 
@@ -301,9 +317,7 @@ def test_prime_token_count_tiles_whole_vectors_without_a_predicate() -> None:
     """37 rows: the fork pads them to whole row tiles (a predicated tile makes every step of
     the reduction conditional and halved ViT-B/16's dense layers' speed) and vectorizes the
     features in whole AVX2 vectors; stock leaves the dense layers serial and scalar."""
-    _, _, mod = _import("tokens")
-    with tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}):
-        lowered = relax.get_pipeline("default")(mod)
+    lowered = _lower_avx2("tokens")
     extents = _reduction_vector_extents(lowered)
     assert extents and all(e and all(n % 8 == 0 for n in e) for e in extents.values()), extents
     predicated = [
@@ -328,15 +342,11 @@ def test_host_target_results_match_pytorch() -> None:
 
 
 def _loop_kinds_of_funcs_calling(mod: tvm.IRModule, op: str) -> dict[str, list[tirx.ForKind]]:
-    out = {}
-    for gv, func in mod.functions_items():
-        if isinstance(func, tirx.PrimFunc) and f"T.{op}(" in func.script():
-            kinds: list[tirx.ForKind] = []
-            tirx.stmt_functor.post_order_visit(
-                func.body, lambda n, k=kinds: k.append(n.kind) if isinstance(n, tirx.For) else None
-            )
-            out[gv.name_hint] = kinds
-    return out
+    return {
+        gv.name_hint: _loop_kinds(func)
+        for gv, func in mod.functions_items()
+        if isinstance(func, tirx.PrimFunc) and f"T.{op}(" in func.script()
+    }
 
 
 def test_sigmoid_blocks_are_vectorized() -> None:
@@ -388,9 +398,7 @@ def test_strided_convs_take_whole_vectors_without_gathers() -> None:
     """A stride-2 conv reads its input 2 elements apart along the output's width and height:
     the fork vectorizes its output channels instead (vectors of the width were gathered lane
     by lane: a 7x7 stride-2 stem ran at a quarter of the speed). Stock schedules nothing."""
-    _, _, mod = _import("stem")
-    with tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}):
-        lowered = relax.get_pipeline("default")(mod)
+    lowered = _lower_avx2("stem")
     convs = {
         gv.name_hint: func
         for gv, func in lowered.functions_items()
@@ -408,9 +416,7 @@ def test_pools_run_in_parallel_without_a_local_accumulator() -> None:
     output: a one-element local buffer was allocated from the workspace pool on every
     iteration of the parallel loop, and Inception-v3's pools ran 5x to 8x slower. Stock
     schedules nothing."""
-    _, _, mod = _import("pools")
-    with tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}):
-        lowered = relax.get_pipeline("default")(mod)
+    lowered = _lower_avx2("pools")
     pools = {
         gv.name_hint: func
         for gv, func in lowered.functions_items()
@@ -434,10 +440,8 @@ def test_conv_tiles_accumulate_without_a_workspace_allocation() -> None:
     """Each parallel iteration's register tile is a stack array, not a buffer from the
     workspace pool: a "local" accumulator was allocated and freed on every iteration, half of
     a depthwise conv's time. Stock has no parallel loop at all."""
-    _, _, mod = _import("depthwise")
-    target = tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"})
-    with target:
-        lowered = relax.get_pipeline("default")(mod)
+    target = tvm.target.Target(AVX2)
+    lowered = _lower_avx2("depthwise")
     convs = [
         func.with_attr("global_symbol", "main")
         for gv, func in lowered.functions_items()
