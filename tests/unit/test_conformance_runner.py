@@ -56,3 +56,21 @@ def test_hang_segfault_then_a_fresh_worker(worker: Worker) -> None:
         assert (ok.status, ok.times) == ("ok", {"compile_s": 1.5})
     finally:
         worker.stop()
+
+
+@pytest.mark.parametrize(("threads", "calls_per_rep"), [("1", 1), ("", 1), ("2", 2)])
+def test_timing_settles_each_runtime_when_threads_compete(
+    monkeypatch: pytest.MonkeyPatch, threads: str, calls_per_rep: int
+) -> None:
+    """With more than one thread, each timed call follows an untimed one of the same runtime
+    (the one before it may still hold the cores); with one, the calls simply alternate."""
+    from tvmfork.conformance import worker as w
+
+    monkeypatch.setenv("TVMFORK_THREADS", threads)
+    order: list[str] = []
+    fns = {"torch": lambda: order.append("torch"), "tvm": lambda: order.append("tvm")}
+    times = w.interleaved(fns, reps=3, budget_s=60.0)
+    assert set(times) == {"torch_ms", "tvm_ms"}
+    assert order[:2] == ["torch", "tvm"]  # one warm-up each
+    per_rep = ["torch"] * calls_per_rep + ["tvm"] * calls_per_rep
+    assert order[2:] == per_rep * 3

@@ -142,13 +142,24 @@ def tvm_vm(mod: Any, target: str, case: Case) -> Any:
 
 
 def interleaved(fns: dict[str, Any], reps: int, budget_s: float) -> dict[str, float]:
-    """Median ms of each fn, the fns called in turn (one warm-up each), within a budget."""
+    """Median ms of each fn, the fns called in turn (one warm-up each), within a budget.
+
+    With more than one thread each timed call follows an untimed one of the same fn: the
+    runtime timed before keeps its pool's threads spinning for a while after it returns
+    (ONNX Runtime's and OpenMP's do), and on a machine with no more cores than threads they
+    hold a core the next runtime's parallel loops wait for. Measured on 2 cores, 2 threads:
+    squeezenet1_1 on the fork took 22 ms right after a PyTorch call, 10 ms after its own
+    (a user running one runtime sees the latter).
+    """
     samples: dict[str, list[float]] = {k: [] for k in fns}
+    settle = (threads() or 1) > 1
     for fn in fns.values():
         fn()
     start = time.perf_counter()
     for _ in range(reps):
         for k, fn in fns.items():
+            if settle:
+                fn()
             t = time.perf_counter()
             fn()
             samples[k].append((time.perf_counter() - t) * 1e3)
