@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
 import statistics
 import sys
@@ -183,13 +184,15 @@ def _cmd_bench(a: argparse.Namespace) -> int:  # pylint: disable=too-many-locals
     import torchvision_models
 
     torch.set_num_threads(a.threads)
-    names = [n for n in torchvision_models.CASES if fnmatch.fnmatch(n, a.k)]
+    globs = a.k.split(",")
+    names = [n for n in torchvision_models.CASES if any(fnmatch.fnmatch(n, g) for g in globs)]
     levels = a.levels.split(",")
     print(
         f"| model | PyTorch ms | {' | '.join(f'{lv} ms' for lv in levels)} | loaded "
         f"| {' | '.join(f'{lv}/PyTorch' for lv in levels)} | compile s ({', '.join(levels)}) |"
     )
     print("|" + " --- |" * (3 + 2 * len(levels) + 1))
+    logs: dict[str, list[float]] = {lv: [] for lv in levels}
     for name in names:
         model, inputs = _torchvision_case(name)
         try:
@@ -223,6 +226,10 @@ def _cmd_bench(a: argparse.Namespace) -> int:  # pylint: disable=too-many-locals
         ratios = " | ".join(f"{med[lv] / med['torch']:.2f}" for lv in levels)
         comp = ", ".join(f"{secs[lv]:.1f}" for lv in levels)
         print(f"| {name} | {med['torch']:.1f} | {cells} | {auto} | {ratios} | {comp} |", flush=True)
+        for lv in levels:
+            logs[lv].append(math.log(med[lv] / med["torch"]))
+    means = ", ".join(f"{lv} {math.exp(statistics.mean(v)):.2f}x" for lv, v in logs.items() if v)
+    print(f"\ngeometric mean over PyTorch ({len(logs[levels[0]])} models): {means}")
     return 0
 
 
@@ -237,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("bundle")
     r.add_argument("model")
     m = sub.add_parser("bench", help="PyTorch eager vs each level, interleaved, one run")
-    m.add_argument("-k", default="*", help="torchvision cases matching this glob")
+    m.add_argument("-k", default="*", help="torchvision cases matching these globs (a,b*)")
     m.add_argument("--levels", default="x86-64,x86-64-v3")
     m.add_argument("--threads", type=int, default=1)
     m.add_argument("--reps", type=int, default=5)
