@@ -385,6 +385,12 @@ def cmd_conformance(ctx: Ctx) -> int:
     a = ctx.args
     if a.threads is not None and a.threads < 1:
         raise UsageError(f"--threads {a.threads}: give a count of 1 or more")
+    if a.report and (Path(a.report).suffix in (".md", ".jsonl") or Path(a.report).is_file()):
+        folder = Path(a.report).parent
+        raise UsageError(
+            f"--report {a.report}: give a folder (report.md and results.jsonl go in it), "
+            f"e.g. --report {folder}"
+        )
     names = a.suites or ([] if a.onnx or a.torch_module else ["ci"])
     for n in names:
         if n not in suites.SUITES:

@@ -57,3 +57,15 @@ def test_every_option_has_help() -> None:
                     if not a.help and not isinstance(a, argparse._HelpAction)
                 ]
     assert missing == []
+
+
+@pytest.mark.parametrize("given", ["out/bench/report.md", "out/bench/results.jsonl"])
+def test_conformance_report_is_a_folder_not_a_file(
+    one: Fork, given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--report out/x/report.md` once made a folder named report.md; it is refused before
+    any venv is built, with the folder to give instead."""
+    assert one.run("conformance", "ci", "--report", given) == 2
+    err = capsys.readouterr().err
+    assert f"--report {given}: give a folder" in err and "e.g. --report out/bench" in err
+    assert not (one.root / given).exists() and "Traceback" not in err
