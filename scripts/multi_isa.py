@@ -131,6 +131,9 @@ def _torchvision_case(name: str):
 
     if name not in torchvision_models.CASES:
         raise BundleError(f"no torchvision case {name!r}")
+    import torch
+
+    torch.manual_seed(0)  # the same random weights in `build` and in `run`, which compares
     model, inputs = torchvision_models.CASES[name]()
     return model.eval(), inputs
 

@@ -93,3 +93,28 @@ def test_a_level_the_bundle_lacks_is_refused_by_name(tmp_path: Path) -> None:
     assert r.returncode == 2 and "TVMFORK_ISA=x86-64-v4: this bundle has x86-64" in r.stderr, (
         r.stderr
     )
+
+
+def test_build_and_run_from_the_command_line(tmp_path: Path) -> None:
+    """`build` and `run` are separate processes: the model they make must be the same one
+    (the same random weights), and `run` compares the loaded level's output with PyTorch's."""
+    fork_py, bundle, script = _fork_python(), tmp_path / "sq.bundle", ROOT / "scripts/multi_isa.py"
+    env = {**os.environ, "TVMFORK_ISA": ""}
+    r = subprocess.run(
+        [str(fork_py), str(script), "build", "squeezenet1_1", str(bundle), "--levels", "x86-64"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = subprocess.run(
+        [str(fork_py), str(script), "run", str(bundle), "squeezenet1_1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["level"] == "x86-64" and got["max_rel_err"] < 1e-3, got
