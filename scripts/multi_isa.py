@@ -42,6 +42,7 @@ LEVELS: dict[str, tuple[str, ...]] = {
 }
 MANIFEST = "bundle.json"
 ENV_FORCE = "TVMFORK_ISA"
+MAX_REL_ERR = 1e-3  # the conformance lane's bound for a model against PyTorch
 
 
 class BundleError(RuntimeError):
@@ -114,21 +115,33 @@ def levels_of(bundle: Path) -> dict[str, list[str]]:
     return {lv: list(e["flags"]) for lv, e in entries.items()}
 
 
+def best_level(bundle: Path, level: str | None = None) -> str:
+    """The level of `bundle` to load here: `level`, else the one TVMFORK_ISA names, else the
+    highest this CPU runs (a forced one is checked against the CPU)."""
+    return choose(levels_of(bundle), cpu_flags(), level or os.environ.get(ENV_FORCE))
+
+
 def load(bundle: Path, device: Any = None, level: str | None = None) -> tuple[Any, str]:
     """A VirtualMachine for the best level of `bundle` this CPU runs (or `level`, or the
     one TVMFORK_ISA names), and that level's name."""
     import tvm
     from tvm import relax
 
-    chosen = choose(levels_of(bundle), cpu_flags(), level or os.environ.get(ENV_FORCE))
+    chosen = best_level(bundle, level)
     lib = tvm.runtime.load_module(str(bundle / f"{chosen}.so"))
     return relax.VirtualMachine(lib, device or tvm.cpu()), chosen
 
 
-def _torchvision_case(name: str):
+def _suite() -> Any:
+    """The conformance lane's torchvision suite (`CASES`: name -> (model, inputs))."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python/tvmfork/conformance"))
     import torchvision_models
 
+    return torchvision_models
+
+
+def _torchvision_case(name: str):
+    torchvision_models = _suite()
     if name not in torchvision_models.CASES:
         raise BundleError(f"no torchvision case {name!r}")
     import torch
@@ -174,7 +187,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         ref = model(*inputs).numpy()
     err = _max_rel_err(_call(vm, [tvm.runtime.tensor(x.numpy()) for x in inputs]), ref)
     print(json.dumps({"level": level, "max_rel_err": err}))
-    return 0 if err < 1e-3 else 1
+    return 0 if err <= MAX_REL_ERR else 1
 
 
 def _cmd_bench(a: argparse.Namespace) -> int:  # pylint: disable=too-many-locals
@@ -183,12 +196,9 @@ def _cmd_bench(a: argparse.Namespace) -> int:  # pylint: disable=too-many-locals
     import torch
     import tvm
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python/tvmfork/conformance"))
-    import torchvision_models
-
     torch.set_num_threads(a.threads)
     globs = a.k.split(",")
-    names = [n for n in torchvision_models.CASES if any(fnmatch.fnmatch(n, g) for g in globs)]
+    names = [n for n in _suite().CASES if any(fnmatch.fnmatch(n, g) for g in globs)]
     levels = a.levels.split(",")
     print(
         f"| model | PyTorch ms | {' | '.join(f'{lv} ms' for lv in levels)} | loaded "
@@ -208,11 +218,11 @@ def _cmd_bench(a: argparse.Namespace) -> int:  # pylint: disable=too-many-locals
         with tempfile.TemporaryDirectory() as tmp:
             secs = build(mod, Path(tmp), levels)
             vms = {lv: load(Path(tmp), level=lv)[0] for lv in levels}
-            auto = load(Path(tmp))[1]
+            auto = best_level(Path(tmp))
             args = [tvm.runtime.tensor(x.numpy()) for x in inputs]
             for lv, vm in vms.items():
                 err = _max_rel_err(_call(vm, args), ref)
-                if err > 1e-3:
+                if err > MAX_REL_ERR:
                     raise BundleError(f"{name} at {lv}: max relative error {err:.2e}")
             times: dict[str, list[float]] = {k: [] for k in ["torch", *levels]}
             for _ in range(a.reps):
