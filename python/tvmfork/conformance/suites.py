@@ -2,6 +2,8 @@
 
 - `torchvision`: `torchvision_models.py` (a torch-module suite; a user's own module of
   `CASES` works the same way, `--torch-module`).
+- `transformers`: `transformers_models.py`, HuggingFace architectures built from small configs
+  (random weights), through torch.export like the torchvision models.
 - `onnx-node`: ONNX's node conformance cases, generated into the cache from the generators
   the onnx wheel ships (`worker.py gen-onnx-node`); compared with their expected outputs.
 - `ci`: the subset `make test` runs: the node cases of the ops the series changes or
@@ -25,7 +27,8 @@ from tvmfork.conformance.runner import WORKER, CaseSpec
 from tvmfork.errors import ProcessError, UsageError
 
 TORCHVISION = Path(__file__).with_name("torchvision_models.py")
-SUITES = ("torchvision", "onnx-node", "ci")
+TRANSFORMERS = Path(__file__).with_name("transformers_models.py")
+SUITES = ("torchvision", "transformers", "onnx-node", "ci")
 
 # The node cases `ci` runs: ops the series' patches import, fold, lower or schedule (conv and
 # conv transpose, contractions, pooling, normalization, the elementwise ops the CPU rule keeps
@@ -206,6 +209,8 @@ def collect(
     for name in names:
         if name == "torchvision":
             cases += torch_module("torchvision", TORCHVISION, python, limits, patterns)
+        elif name == "transformers":
+            cases += torch_module("transformers", TRANSFORMERS, python, limits, patterns)
         elif name == "onnx-node":
             cases += onnx_node(cache, python, limits, patterns)
         elif name == "ci":

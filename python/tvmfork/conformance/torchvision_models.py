@@ -8,64 +8,17 @@ the suite checks that TVM computes what PyTorch computes, not accuracy.
 One model per classification family (the smallest), the segmentation and video models, and
 two detection models (their post-processing calls torchvision's C++ ops, which the PyPI
 torchvision cannot load beside the CPU torch: the shim below gives `nms` a plain PyTorch
-kernel, and a model that needs another of them, roi_align, stops at load on both sides).
+kernel (`torchvision_shim.py`), and a model that needs another of them, roi_align, stops at
+load on both sides).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import torch
-
-_SHIM: list[Any] = []
-
-
-def _torchvision() -> Any:
-    """torchvision, importable beside a CPU torch: PyPI's torchvision is built against the CUDA
-    torch, its C++ ops do not load, and its import then fails registering fake kernels for
-    `torchvision::nms`. Declaring the two ops' schemas first lets it import; the models need
-    none of its C++ ops (detection post-processing does, and fails when called)."""
-    if not _SHIM:
-        try:
-            import torchvision  # works where its C++ ops load
-        except RuntimeError:
-            lib = torch.library.Library("torchvision", "DEF")
-            lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-            lib.define("qnms(Tensor qdets, Tensor scores, float iou_threshold) -> Tensor")
-            lib.impl("nms", _nms, "CPU")  # detection post-processing runs in eager
-            _SHIM.append(lib)
-            for name in [m for m in sys.modules if m.startswith("torchvision")]:
-                del sys.modules[name]
-        _SHIM.append(True)
-    import torchvision
-
-    if len(_SHIM) > 1:  # the shim's nms stands in for the C++ one: let torchvision.ops call it
-        torchvision.extension._has_ops = lambda: True
-    return torchvision
-
-
-def _nms(dets: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
-    """Greedy non-maximum suppression in plain PyTorch (what torchvision's C++ op computes):
-    the indices of the kept boxes, by decreasing score."""
-    order = scores.argsort(descending=True)
-    keep = []
-    x1, y1, x2, y2 = dets.unbind(1)
-    area = (x2 - x1).clamp(min=0) * (y2 - y1).clamp(min=0)
-    suppressed = torch.zeros(len(order), dtype=torch.bool)
-    for pos, i in enumerate(order.tolist()):
-        if suppressed[pos]:
-            continue
-        keep.append(i)
-        rest = order[pos + 1 :]
-        w = (torch.minimum(x2[i], x2[rest]) - torch.maximum(x1[i], x1[rest])).clamp(min=0)
-        h = (torch.minimum(y2[i], y2[rest]) - torch.maximum(y1[i], y1[rest])).clamp(min=0)
-        inter = w * h
-        iou = inter / (area[i] + area[rest] - inter)
-        suppressed[pos + 1 :] |= iou > iou_threshold
-    return torch.tensor(keep, dtype=torch.int64)
-
+import torchvision_shim  # beside this file, on the path of the worker that imports it
 
 # name -> input shape; 160x160 images where the model allows (ViT, MaxViT and the
 # Swin V2 window need 224), 8 frames of 112x112 for video.
@@ -111,7 +64,7 @@ DETECTION = {
 
 def _factory(module: str, name: str, shape: tuple[int, ...]) -> Callable[[], Any]:
     def make() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-        tv = _torchvision()
+        tv = torchvision_shim.load()
         ns = tv.models if not module else getattr(tv.models, module)
         kwargs: dict[str, Any] = {"weights": None}
         if module == "detection":

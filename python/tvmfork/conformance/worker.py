@@ -191,8 +191,10 @@ def suite_module(path: str) -> Any:
 
 def run_torch(case: Case, target: str) -> None:
     import torch
+    import torchvision_shim  # beside this file
     from tvm.relax.frontend.torch import from_exported_program
 
+    torchvision_shim.load()  # before a suite imports transformers, which imports torchvision
     spec = case.spec
     torch.manual_seed(0)
     model, inputs = suite_module(spec["module"]).CASES[spec["name"]]()

@@ -1,0 +1,432 @@
+"""The `transformers` conformance suite: HuggingFace architectures as a torch-module suite.
+
+Each case builds one of transformers' own model classes from a small config (random weights,
+seeded by the worker, nothing downloaded), wrapped to take tensors positionally and return
+the one output a user reads (logits, or the last hidden state of an encoder), as a user
+exports it: `torch.export.export(model, inputs)`. Like `torchvision_models.py`, the worker
+imports this file by path inside the venv under test and it uses only that venv's packages.
+
+The table covers decoder LMs (dense, GQA/MQA, sliding window, parallel attention/MLP, ALiBi,
+partial and full RoPE, MoE), encoders, encoder-decoders run whole (with decoder input ids),
+vision, audio, multimodal towers and state-space models. `DYNAMIC` names the cases whose
+sequence length can be exported as a dynamic dimension (`worker.py` reads it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+SEQ = 16  # tokens of the example input
+VOCAB = 512
+# A small text model: 2 layers, 64 wide, 4 heads of 16 (2 key/value heads where the
+# architecture groups them); each entry below names its own config keys.
+TEXT = {
+    "vocab_size": VOCAB,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "max_position_embeddings": 128,
+}
+GQA = {**TEXT, "num_key_value_heads": 2}
+VISION = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "image_size": 64,
+    "patch_size": 8,
+}
+AUDIO = {
+    "vocab_size": 32,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "conv_dim": (32, 32, 32),
+    "conv_stride": (5, 4, 2),
+    "conv_kernel": (10, 4, 2),
+    "num_conv_pos_embeddings": 16,
+    "num_conv_pos_embedding_groups": 4,
+    "do_stable_layer_norm": False,
+}
+SAMPLES = 4000  # audio samples of the example input (a quarter second at 16 kHz)
+
+
+class Wrapped(torch.nn.Module):  # type: ignore[misc]
+    """The model called with its named inputs, returning one output (by attribute name)."""
+
+    def __init__(self, model: torch.nn.Module, names: tuple[str, ...], output: str) -> None:
+        super().__init__()
+        self.model = model
+        self.names = names
+        self.output = output
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        out = self.model(**dict(zip(self.names, args, strict=True)))
+        value: torch.Tensor = getattr(out, self.output)
+        return value
+
+
+def _ids(n: int = SEQ, vocab: int = VOCAB) -> torch.Tensor:
+    return torch.randint(0, vocab, (1, n))
+
+
+def _make(
+    model_type: str,
+    auto: str,
+    config: dict[str, Any],
+    inputs: Callable[[], dict[str, torch.Tensor]],
+    output: str,
+) -> Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
+    def make() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+        import transformers
+
+        cfg = transformers.AutoConfig.for_model(model_type, **config)
+        cls = getattr(transformers, auto)
+        # SDPA attention where the architecture has it (transformers' default)
+        model = cls.from_config(cfg) if auto.startswith("Auto") else cls(cfg)
+        feed = inputs()
+        return Wrapped(model.eval(), tuple(feed), output), tuple(feed.values())
+
+    return make
+
+
+def _lm(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
+    return _make(
+        model_type, "AutoModelForCausalLM", config, lambda: {"input_ids": _ids()}, "logits"
+    )
+
+
+def _encoder(
+    model_type: str, config: dict[str, Any], auto: str = "AutoModel"
+) -> Callable[..., Any]:
+    return _make(model_type, auto, config, lambda: {"input_ids": _ids()}, "last_hidden_state")
+
+
+def _seq2seq(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
+    def feed() -> dict[str, torch.Tensor]:
+        return {"input_ids": _ids(), "decoder_input_ids": _ids(8)}
+
+    return _make(model_type, "AutoModelForSeq2SeqLM", config, feed, "logits")
+
+
+def _image(
+    model_type: str, config: dict[str, Any], size: int = 64, auto: str = "AutoModel"
+) -> Callable[..., Any]:
+    def feed() -> dict[str, torch.Tensor]:
+        return {"pixel_values": torch.randn(1, 3, size, size)}
+
+    output = "logits" if auto.startswith("AutoModelFor") else "last_hidden_state"
+    return _make(model_type, auto, config, feed, output)
+
+
+def _audio(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
+    return _make(
+        model_type,
+        "AutoModel",
+        config,
+        lambda: {"input_values": torch.randn(1, SAMPLES)},
+        "last_hidden_state",
+    )
+
+
+# --- the table ------------------------------------------------------------------------------
+
+DECODER_LMS: dict[str, Callable[..., Any]] = {
+    # absolute positions, fused qkv (Conv1D)
+    "gpt2": _lm("gpt2", {"vocab_size": VOCAB, "n_embd": 64, "n_layer": 2, "n_head": 4}),
+    # multi-query attention
+    "gpt_bigcode": _lm(
+        "gpt_bigcode", {"vocab_size": VOCAB, "n_embd": 64, "n_layer": 2, "n_head": 4}
+    ),
+    # RoPE, GQA
+    "llama": _lm("llama", GQA),
+    # sliding window attention (window shorter than the example)
+    "mistral": _lm("mistral", {**GQA, "sliding_window": 8}),
+    "qwen2": _lm("qwen2", GQA),
+    # q/k norms
+    "qwen3": _lm("qwen3", {**GQA, "head_dim": 16}),
+    # MQA (one key/value head), scaled embeddings, GELU-tanh MLP
+    "gemma": _lm("gemma", {**TEXT, "num_key_value_heads": 1, "head_dim": 16}),
+    # alternating sliding/global layers, logit soft-capping
+    "gemma2": _lm("gemma2", {**GQA, "head_dim": 16, "sliding_window": 8}),
+    "phi3": _lm("phi3", {**GQA, "pad_token_id": 0}),
+    # partial RoPE, parallel attention and MLP
+    "gpt_neox": _lm("gpt_neox", {**TEXT, "rotary_pct": 0.25}),
+    "phi": _lm("phi", {**TEXT, "partial_rotary_factor": 0.5}),
+    "stablelm": _lm("stablelm", {**GQA, "partial_rotary_factor": 0.25}),
+    "gptj": _lm(
+        "gptj", {"vocab_size": VOCAB, "n_embd": 64, "n_layer": 2, "n_head": 4, "rotary_dim": 8}
+    ),
+    "olmo": _lm("olmo", TEXT),
+    "olmo2": _lm("olmo2", GQA),
+    "starcoder2": _lm("starcoder2", {**GQA, "sliding_window": 8}),
+    "granite": _lm("granite", GQA),
+    "cohere": _lm("cohere", GQA),
+    # learned positions with an offset
+    "opt": _lm(
+        "opt",
+        {
+            "vocab_size": VOCAB,
+            "hidden_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "ffn_dim": 128,
+            "word_embed_proj_dim": 64,
+            "max_position_embeddings": 128,
+        },
+    ),
+    # ALiBi
+    "bloom": _lm("bloom", {"vocab_size": VOCAB, "hidden_size": 64, "n_layer": 2, "n_head": 4}),
+    "mpt": _lm(
+        "mpt", {"vocab_size": VOCAB, "d_model": 64, "n_layers": 2, "n_heads": 4, "max_seq_len": 128}
+    ),
+    # MQA with parallel attention (the original Falcon layout)
+    "falcon": _lm(
+        "falcon",
+        {
+            "vocab_size": VOCAB,
+            "hidden_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "multi_query": True,
+            "parallel_attn": True,
+            "new_decoder_architecture": False,
+        },
+    ),
+    # mixture of experts (top-2 of 4)
+    "mixtral": _lm("mixtral", {**GQA, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen2_moe": _lm(
+        "qwen2_moe",
+        {
+            **GQA,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64,
+            "shared_expert_intermediate_size": 64,
+        },
+    ),
+}
+
+TEXT_ENCODERS: dict[str, Callable[..., Any]] = {
+    "bert": _encoder("bert", TEXT),
+    "roberta": _encoder("roberta", {**TEXT, "pad_token_id": 1}),
+    "xlm-roberta": _encoder("xlm-roberta", {**TEXT, "pad_token_id": 1}),
+    "albert": _encoder("albert", {**TEXT, "embedding_size": 32}),
+    "electra": _encoder("electra", {**TEXT, "embedding_size": 32}),
+    "deberta-v2": _encoder("deberta-v2", TEXT),
+    "distilbert": _encoder(
+        "distilbert",
+        {"vocab_size": VOCAB, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 128},
+    ),
+    "mpnet": _encoder("mpnet", TEXT),
+    # T5's encoder alone (relative position buckets)
+    "t5-encoder": _make(
+        "t5",
+        "T5EncoderModel",
+        {
+            "vocab_size": VOCAB,
+            "d_model": 64,
+            "d_kv": 16,
+            "d_ff": 128,
+            "num_layers": 2,
+            "num_heads": 4,
+        },
+        lambda: {"input_ids": _ids()},
+        "last_hidden_state",
+    ),
+    # multimodal towers: the text halves
+    "clip-text": _encoder("clip_text_model", TEXT, "CLIPTextModel"),
+    "siglip-text": _encoder("siglip_text_model", TEXT, "SiglipTextModel"),
+}
+
+ENCODER_DECODERS: dict[str, Callable[..., Any]] = {
+    "t5": _seq2seq(
+        "t5",
+        {
+            "vocab_size": VOCAB,
+            "d_model": 64,
+            "d_kv": 16,
+            "d_ff": 128,
+            "num_layers": 2,
+            "num_heads": 4,
+            "decoder_start_token_id": 0,
+        },
+    ),
+    "bart": _seq2seq(
+        "bart",
+        {
+            "vocab_size": VOCAB,
+            "d_model": 64,
+            "encoder_layers": 2,
+            "decoder_layers": 2,
+            "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4,
+            "encoder_ffn_dim": 128,
+            "decoder_ffn_dim": 128,
+            "max_position_embeddings": 128,
+        },
+    ),
+    "marian": _seq2seq(
+        "marian",
+        {
+            "vocab_size": VOCAB,
+            "d_model": 64,
+            "encoder_layers": 2,
+            "decoder_layers": 2,
+            "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4,
+            "encoder_ffn_dim": 128,
+            "decoder_ffn_dim": 128,
+            "max_position_embeddings": 128,
+            "decoder_start_token_id": 0,
+            "pad_token_id": 0,
+        },
+    ),
+}
+
+WHISPER = {
+    "vocab_size": VOCAB,
+    "num_mel_bins": 16,
+    "d_model": 64,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "max_source_positions": 32,  # 64 input frames
+    "max_target_positions": 64,
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "decoder_start_token_id": 1,
+}
+
+
+def _whisper_features() -> torch.Tensor:
+    return torch.randn(1, 16, 64)
+
+
+AUDIO_MODELS: dict[str, Callable[..., Any]] = {
+    "wav2vec2": _audio("wav2vec2", AUDIO),
+    "hubert": _audio("hubert", AUDIO),
+    "wavlm": _audio("wavlm", {**AUDIO, "num_buckets": 16, "max_bucket_distance": 64}),
+    "whisper-encoder": _make(
+        "whisper",
+        "WhisperModel",
+        WHISPER,
+        lambda: {"input_features": _whisper_features(), "decoder_input_ids": _ids(8)},
+        "encoder_last_hidden_state",
+    ),
+    # whole: encoder and decoder, logits
+    "whisper": _make(
+        "whisper",
+        "WhisperForConditionalGeneration",
+        WHISPER,
+        lambda: {"input_features": _whisper_features(), "decoder_input_ids": _ids(8)},
+        "logits",
+    ),
+}
+
+VISION_MODELS: dict[str, Callable[..., Any]] = {
+    "vit": _image("vit", VISION),
+    "deit": _image("deit", VISION),
+    "beit": _image("beit", {**VISION, "use_relative_position_bias": True}),
+    "dinov2": _image("dinov2", {**VISION, "mlp_ratio": 2}),
+    "clip-vision": _image("clip_vision_model", VISION, auto="CLIPVisionModel"),
+    "siglip-vision": _image("siglip_vision_model", VISION, auto="SiglipVisionModel"),
+    "swin": _image(
+        "swin",
+        {
+            "image_size": 64,
+            "patch_size": 4,
+            "embed_dim": 32,
+            "depths": [1, 1],
+            "num_heads": [2, 4],
+            "window_size": 4,
+        },
+    ),
+    "convnext": _image("convnext", {"hidden_sizes": [16, 32], "depths": [1, 1], "num_stages": 2}),
+    "segformer": _image(
+        "segformer",
+        {
+            "num_encoder_blocks": 2,
+            "depths": [1, 1],
+            "sr_ratios": [2, 1],
+            "hidden_sizes": [16, 32],
+            "num_attention_heads": [1, 2],
+            "decoder_hidden_size": 32,
+            "num_labels": 4,
+        },
+        auto="AutoModelForSemanticSegmentation",
+    ),
+    "mobilevit": _image(
+        "mobilevit",
+        {
+            "image_size": 64,
+            "hidden_sizes": [32, 48, 64],
+            "neck_hidden_sizes": [8, 8, 16, 16, 24, 32, 64],
+            "num_labels": 4,
+        },
+        auto="AutoModelForImageClassification",
+    ),
+    "detr": _make(
+        "detr",
+        "DetrForObjectDetection",
+        {
+            "use_timm_backbone": False,
+            "use_pretrained_backbone": False,
+            "backbone_config": {
+                "model_type": "resnet",
+                "embedding_size": 16,
+                "hidden_sizes": [16, 32, 64, 128],
+                "depths": [1, 1, 1, 1],
+                "out_features": ["stage4"],
+            },
+            "d_model": 64,
+            "encoder_layers": 1,
+            "decoder_layers": 1,
+            "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4,
+            "encoder_ffn_dim": 128,
+            "decoder_ffn_dim": 128,
+            "num_queries": 10,
+            "num_labels": 4,
+        },
+        lambda: {"pixel_values": torch.randn(1, 3, 64, 64)},
+        "logits",
+    ),
+}
+
+STATE_SPACE: dict[str, Callable[..., Any]] = {
+    "mamba": _lm(
+        "mamba",
+        {"vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 2, "state_size": 8},
+    ),
+}
+
+CASES: dict[str, Callable[..., Any]] = {
+    **DECODER_LMS,
+    **TEXT_ENCODERS,
+    **ENCODER_DECODERS,
+    **AUDIO_MODELS,
+    **VISION_MODELS,
+    **STATE_SPACE,
+}
+FAMILY = {
+    name: family
+    for family, table in (
+        ("decoder LM", DECODER_LMS),
+        ("text encoder", TEXT_ENCODERS),
+        ("encoder-decoder", ENCODER_DECODERS),
+        ("audio", AUDIO_MODELS),
+        ("vision", VISION_MODELS),
+        ("state space", STATE_SPACE),
+    )
+    for name in table
+}
