@@ -8,8 +8,9 @@ imports this file by path inside the venv under test and it uses only that venv'
 
 The table covers decoder LMs (dense, GQA/MQA, sliding window, parallel attention/MLP, ALiBi,
 partial and full RoPE, MoE), encoders, encoder-decoders run whole (with decoder input ids),
-vision, audio, multimodal towers and state-space models. `DYNAMIC` names the cases whose
-sequence length can be exported as a dynamic dimension (`worker.py` reads it).
+vision, audio, multimodal towers and state-space models. Each decoder LM and text encoder is
+also a `NAME-dynamic` case: its sequence length exported as a symbol (`torch.export.Dim`),
+compiled once and run at `SIZES` tokens (the worker's `run_dynamic`).
 """
 
 from __future__ import annotations
@@ -418,6 +419,27 @@ CASES: dict[str, Callable[..., Any]] = {
     **VISION_MODELS,
     **STATE_SPACE,
 }
+# the dynamic-length cases: 1 token, the example's length, a longer prompt
+SIZES = (1, SEQ, 40)
+MAX_LEN = 128  # max_position_embeddings of the text configs above
+
+
+def _dynamic(make: Callable[..., Any]) -> Callable[..., Any]:
+    """`make`'s case with the token dimension of its input ids dynamic."""
+
+    def dynamic() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], dict[str, Any]]:
+        model, inputs = make()
+        return model, inputs, {"dims": {0: {1: "seq"}}, "max": MAX_LEN, "sizes": SIZES}
+
+    return dynamic
+
+
+DYNAMIC = {
+    f"{name}-dynamic": _dynamic(make)
+    for table in (DECODER_LMS, TEXT_ENCODERS)
+    for name, make in table.items()
+}
+CASES.update(DYNAMIC)
 FAMILY = {
     name: family
     for family, table in (
@@ -427,6 +449,7 @@ FAMILY = {
         ("audio", AUDIO_MODELS),
         ("vision", VISION_MODELS),
         ("state space", STATE_SPACE),
+        ("dynamic length", DYNAMIC),
     )
     for name in table
 }

@@ -190,6 +190,9 @@ def suite_module(path: str) -> Any:
 
 
 def run_torch(case: Case, target: str) -> None:
+    """A torch-module case: CASES[name]() gives (model, inputs), or (model, inputs, dynamic)
+    where `dynamic` exports some input dimensions as symbols and runs the one compiled
+    module at several sizes (`run_dynamic`)."""
     import torch
     import torchvision_shim  # beside this file
     from tvm.relax.frontend.torch import from_exported_program
@@ -197,17 +200,22 @@ def run_torch(case: Case, target: str) -> None:
     torchvision_shim.load()  # before a suite imports transformers, which imports torchvision
     spec = case.spec
     torch.manual_seed(0)
-    model, inputs = suite_module(spec["module"]).CASES[spec["name"]]()
+    made = suite_module(spec["module"]).CASES[spec["name"]]()
+    model, inputs, dynamic = (*made, None) if len(made) == 2 else made
     model = model.eval()
     inputs = tuple(inputs)
     with torch.no_grad():
         want = leaves(model(*inputs))
     case.enter("export")
     with torch.no_grad():
-        exported = torch.export.export(model, inputs)
+        shapes = dynamic_shapes(model, inputs, dynamic) if dynamic else None
+        exported = torch.export.export(model, inputs, dynamic_shapes=shapes)
     case.enter("import")
     mod = from_exported_program(exported, keep_params_as_input=False)
     vm = tvm_vm(mod, target, case)
+    if dynamic:
+        run_dynamic(case, vm, model, inputs, dynamic)
+        return
     case.enter("run")
     import tvm
 
@@ -231,6 +239,71 @@ def run_torch(case: Case, target: str) -> None:
             if ort_fn is not None:
                 fns["ort"] = ort_fn
         case.times.update(interleaved(fns, spec["reps"], spec["budget_s"]))
+
+
+def dynamic_shapes(model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]) -> Any:
+    """torch.export's dynamic_shapes for `dynamic` = {"dims": {input index: {dim: symbol}},
+    "max": largest size}: one Dim per symbol, from 1 to max."""
+    import inspect
+
+    import torch
+
+    dims = {
+        name: torch.export.Dim(name, min=1, max=dynamic["max"])
+        for per_input in dynamic["dims"].values()
+        for name in per_input.values()
+    }
+    shapes = tuple(
+        {d: dims[n] for d, n in dynamic["dims"].get(i, {}).items()} or None
+        for i in range(len(inputs))
+    )
+    params = inspect.signature(model.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return (shapes,)  # forward(*args): the shapes of the one tuple argument
+    return shapes
+
+
+def resized(x: Any, dim: int, size: int) -> Any:
+    """`x` tiled along `dim` and cut to `size` (token ids stay valid ids)."""
+    reps = [1] * x.dim()
+    reps[dim] = -(-size // x.shape[dim])
+    return x.repeat(*reps).narrow(dim, 0, size)
+
+
+def run_dynamic(
+    case: Case, vm: Any, model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]
+) -> None:
+    """The module compiled once, run at each of dynamic["sizes"]: each matches PyTorch; with
+    reps, the median ms of TVM and PyTorch at each size (`tvm_ms@N`, `torch_ms@N`)."""
+    import torch
+    import tvm
+
+    worst = 0.0
+    for size in dynamic["sizes"]:
+        case.enter("run")
+        args = tuple(inputs)
+        for i, per_input in dynamic["dims"].items():
+            for d in per_input:
+                args = (*args[:i], resized(args[i], d, size), *args[i + 1 :])
+        with torch.no_grad():
+            want = leaves(model(*args))
+        tvm_args = [tvm.runtime.tensor(x.detach().numpy()) for x in args]
+        got = leaves(vm["main"](*tvm_args))
+        case.enter("numerics")
+        problem, rel = compare(got, want, 0, 0, case.spec.get("rel_max", 1e-3))
+        worst = max(worst, rel)
+        if problem:
+            raise CaseFailed(f"size {size}: {problem}")
+        if case.spec.get("reps", 0):
+
+            def eager(args: tuple[Any, ...] = args) -> None:
+                with torch.no_grad():
+                    model(*args)
+
+            fns = {"torch": eager, "tvm": lambda a=tvm_args: vm["main"](*a)}
+            times = interleaved(fns, case.spec["reps"], case.spec["budget_s"])
+            case.times.update({f"{k}@{size}": v for k, v in times.items()})
+    case.info["rel_err"] = worst
 
 
 def threads() -> int | None:
