@@ -153,8 +153,8 @@ def parser() -> argparse.ArgumentParser:
         "suites",
         nargs="*",
         metavar="SUITE",
-        help="torchvision, transformers, onnx-node, ci (default: ci, unless --onnx/--torch-module "
-        "is given)",
+        help="torchvision, transformers, transformers-onnx, onnx-node, ci (default: ci, unless "
+        "--onnx/--torch-module is given)",
     )
     cf.add_argument(
         "--onnx",

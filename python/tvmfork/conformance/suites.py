@@ -4,6 +4,8 @@
   `CASES` works the same way, `--torch-module`).
 - `transformers`: `transformers_models.py`, HuggingFace architectures built from small configs
   (random weights), through torch.export like the torchvision models.
+- `transformers-onnx`: the same models exported as a user would export them to ONNX
+  (`torch.onnx.export(..., dynamo=True)`) and imported with `from_onnx`, against ONNX Runtime.
 - `onnx-node`: ONNX's node conformance cases, generated into the cache from the generators
   the onnx wheel ships (`worker.py gen-onnx-node`); compared with their expected outputs.
 - `ci`: the subset `make test` runs: the node cases of the ops the series changes or
@@ -28,7 +30,7 @@ from tvmfork.errors import ProcessError, UsageError
 
 TORCHVISION = Path(__file__).with_name("torchvision_models.py")
 TRANSFORMERS = Path(__file__).with_name("transformers_models.py")
-SUITES = ("torchvision", "transformers", "onnx-node", "ci")
+SUITES = ("torchvision", "transformers", "transformers-onnx", "onnx-node", "ci")
 
 # The node cases `ci` runs: ops the series' patches import, fold, lower or schedule (conv and
 # conv transpose, contractions, pooling, normalization, the elementwise ops the CPU rule keeps
@@ -106,22 +108,34 @@ def _worker_json(python: Path, *args: str | Path) -> dict[str, Any]:
 
 
 def torch_module(
-    suite: str, module: Path, python: Path, limits: Limits, *patterns: list[str]
+    suite: str,
+    module: Path,
+    python: Path,
+    limits: Limits,
+    *patterns: list[str],
+    route: str = "export",
 ) -> list[CaseSpec]:
+    """The cases of a torch-module suite. `route`: "export" (torch.export and
+    from_exported_program, PyTorch the reference) or "onnx" (torch.onnx.export with dynamo and
+    from_onnx, ONNX Runtime the reference; the `-dynamic` cases are torch.export's only)."""
     if not module.is_file():
         raise UsageError(f"--torch-module {module}: no such file")
     names = _worker_json(python, "list", module)["cases"]
+    if route == "onnx":
+        names = [n for n in names if not n.endswith("-dynamic")]
     return [
         CaseSpec(
             suite,
             name,
             {
                 "kind": "torch",
+                "route": route,
                 "module": str(module),
                 "name": name,
                 "reps": limits.reps,
                 "budget_s": limits.budget_s,
-                "ort": limits.ort and limits.reps > 0,
+                "ort": limits.ort and limits.reps > 0 and route == "export",
+                "rel_max": 1e-3,
             },
             limits.model_timeout,
         )
@@ -211,6 +225,8 @@ def collect(
             cases += torch_module("torchvision", TORCHVISION, python, limits, patterns)
         elif name == "transformers":
             cases += torch_module("transformers", TRANSFORMERS, python, limits, patterns)
+        elif name == "transformers-onnx":
+            cases += torch_module(name, TRANSFORMERS, python, limits, patterns, route="onnx")
         elif name == "onnx-node":
             cases += onnx_node(cache, python, limits, patterns)
         elif name == "ci":

@@ -204,6 +204,9 @@ def run_torch(case: Case, target: str) -> None:
     model, inputs, dynamic = (*made, None) if len(made) == 2 else made
     model = model.eval()
     inputs = tuple(inputs)
+    if spec.get("route") == "onnx":
+        run_torch_onnx(case, target, model, inputs)
+        return
     with torch.no_grad():
         want = leaves(model(*inputs))
     case.enter("export")
@@ -385,9 +388,8 @@ def random_inputs(model: Any) -> list[Any]:
 
 
 def run_onnx(case: Case, target: str) -> None:
+    """An ONNX file: its test data as the reference, else ONNX Runtime on seeded inputs."""
     import onnx
-    import tvm
-    from tvm.relax.frontend.onnx import from_onnx
 
     spec = case.spec
     model = onnx.load(spec["model"])
@@ -400,14 +402,50 @@ def run_onnx(case: Case, target: str) -> None:
         want = [read_pb(data / f"output_{i}.pb") for i in range(n_out)]
     else:
         inputs = random_inputs(model)
-    sess = None
-    if spec.get("ort"):
-        sess = ort_session(spec["model"])
-        feed = dict(zip(names, inputs, strict=True))
-        if want is None:
-            want = sess.run(None, feed)
+    sess = ort_session(spec["model"]) if spec.get("ort") else None
+    if sess is not None and want is None:
+        want = sess.run(None, dict(zip(names, inputs, strict=True)))
     if want is None:
         raise CaseFailed("no reference: the case has no test data and ONNX Runtime is off")
+    check_onnx(case, target, model, inputs, want, sess)
+
+
+def run_torch_onnx(case: Case, target: str, model: Any, inputs: tuple[Any, ...]) -> None:
+    """The torch model exported to ONNX as a user would (torch.onnx.export, dynamo) and
+    imported with from_onnx; ONNX Runtime on the same file is the reference (whether ORT
+    agrees with PyTorch is noted, not judged: `ort_vs_torch`)."""
+    import tempfile
+
+    import onnx
+    import torch
+
+    with torch.no_grad():
+        torch_out = leaves(model(*inputs))
+    case.enter("export")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        with torch.no_grad():
+            torch.onnx.export(model, inputs, dynamo=True).save(path)
+        onnx_model = onnx.load(path)
+        sess = ort_session(path)
+    arrays = [x.detach().numpy() for x in inputs]
+    names = [vi.name for vi in onnx_inputs(onnx_model)]
+    want = sess.run(None, dict(zip(names, arrays, strict=True)))
+    problem, _ = compare(want, torch_out, 0, 0, case.spec.get("rel_max", 1e-3))
+    case.info["ort_vs_torch"] = problem or "agrees"
+    check_onnx(case, target, onnx_model, arrays, want, sess)
+
+
+def check_onnx(
+    case: Case, target: str, model: Any, inputs: list[Any], want: list[Any], sess: Any
+) -> None:
+    """Import, compile and run an ONNX model on `inputs` (in the graph's input order) and
+    compare with `want`; with reps, time TVM and ONNX Runtime (`sess`, if any)."""
+    import tvm
+    from tvm.relax.frontend.onnx import from_onnx
+
+    spec = case.spec
+    names = [vi.name for vi in onnx_inputs(model)]
     case.enter("import")
     mod = from_onnx(model, keep_params_in_input=False)
     vm = tvm_vm(mod, target, case)
@@ -420,14 +458,17 @@ def run_onnx(case: Case, target: str) -> None:
     got = leaves(vm["main"](*args))
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
     case.enter("numerics")
-    problem, _ = compare(
+    problem, rel = compare(
         got, want, spec.get("rtol", 1e-3), spec.get("atol", 1e-7), spec.get("rel_max", 0)
     )
+    if spec.get("rel_max", 0):
+        case.info["rel_err"] = rel
     if problem:
         raise CaseFailed(problem)
     if spec.get("reps", 0):
         fns = {"tvm": lambda: vm["main"](*args)}
         if sess is not None:
+            feed = dict(zip(names, inputs, strict=True))
             fns["ort"] = lambda: sess.run(None, feed)
         case.times.update(interleaved(fns, spec["reps"], spec["budget_s"]))
 
