@@ -9,7 +9,8 @@
 - `onnx-node`: ONNX's node conformance cases, generated into the cache from the generators
   the onnx wheel ships (`worker.py gen-onnx-node`); compared with their expected outputs.
 - `ci`: the subset `make test` runs: the node cases of the ops the series changes or
-  schedules, and a few small models (one of them the model a schedule rule once broke).
+  schedules, a few small models (one of them the model a schedule rule once broke), and the
+  transformers cases the series fixed.
 - a user's folder of ONNX files (`--onnx`): each `NAME.onnx`, or `NAME/model.onnx` with ONNX's
   `test_data_set_0/` beside it; without data, ONNX Runtime on seeded random inputs is the
   reference.
@@ -80,6 +81,10 @@ CI_NODE = [
     "test_optional_*",
 ]
 CI_MODELS = ["squeezenet1_1", "mobilenet_v3_small", "swin_t"]
+# transformers cases the series fixed: boolean masks (llama), negative indices (falcon, on both
+# routes), MoE routing (mixtral), a dynamic sequence length (bert-dynamic)
+CI_TRANSFORMERS = ["llama", "falcon", "mixtral", "bert-dynamic"]
+CI_TRANSFORMERS_ONNX = ["falcon"]
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,18 @@ def collect(
             ci = dataclasses.replace(limits, reps=0)
             cases += onnx_node(cache, python, ci, CI_NODE, patterns)
             cases += torch_module("torchvision", TORCHVISION, python, ci, CI_MODELS, patterns)
+            cases += torch_module(
+                "transformers", TRANSFORMERS, python, ci, CI_TRANSFORMERS, patterns
+            )
+            cases += torch_module(
+                "transformers-onnx",
+                TRANSFORMERS,
+                python,
+                ci,
+                CI_TRANSFORMERS_ONNX,
+                patterns,
+                route="onnx",
+            )
         else:
             raise UsageError(f"unknown suite {name!r}; the suites: {', '.join(SUITES)}")
     for p in onnx_paths:
