@@ -172,6 +172,23 @@ def parser() -> argparse.ArgumentParser:
         help="a Python file whose CASES maps names to functions returning (model, inputs)",
     )
     cf.add_argument(
+        "--hf",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a local HuggingFace model folder (config.json and weights): its model through "
+        "torch.export, on random inputs of the model's kind",
+    )
+    cf.add_argument(
+        "--with",
+        dest="with_pkgs",
+        action="append",
+        default=[],
+        metavar="PKG",
+        help="a package your cases need (a pip requirement, or a requirements .txt file), "
+        "installed once for both sides alike; repeat for more",
+    )
+    cf.add_argument(
         "-k", action="append", default=[], metavar="GLOB", help="only cases matching a GLOB"
     )
     cf.add_argument(

@@ -247,8 +247,7 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
     s = ctx.settings
     lock = ctx.lock()
     req_file = ctx.root / "tests" / "requirements.txt"
-    lines = (ln.split("#", 1)[0].strip() for ln in req_file.read_text().splitlines())
-    reqs = [ln for ln in lines if ln]
+    reqs = venvs.requirements(req_file.read_text().splitlines())
     stock_only: dict[str, str] = {}
     against = getattr(a, "against", None)
     if against:
@@ -271,7 +270,7 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
         stock_reqs = [str(stock_path), a.stock_ffi]
         stock_name = f"stock-{stock_wf.sha256[:12]}"
     vroot = s.cache_dir / "venvs"
-    deps = vroot / f"deps-{venvs.key(*reqs)}"
+    deps = _deps_venv(ctx)
     venvs.ensure(deps, reqs, python=s.python)
     stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=s.python, deps_venv=deps)
     fork_py = venvs.ensure(
@@ -282,6 +281,15 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
         fingerprint=stock.sha256_of(fork_wheel),
     )
     return stock_py, fork_py, included, stock_only
+
+
+def _deps_venv(ctx: Ctx) -> Path:
+    """The shared venv of the packages both sides' tests need (tests/requirements.txt)."""
+    from tvmfork import venvs
+
+    req_file = ctx.root / "tests" / "requirements.txt"
+    reqs = venvs.requirements(req_file.read_text().splitlines())
+    return ctx.settings.cache_dir / "venvs" / f"deps-{venvs.key(*reqs)}"
 
 
 def _applicable(series: seriesmod.Series, wheel: Path) -> tuple[list[Any], dict[str, str]]:
@@ -379,7 +387,7 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
 
 
 def cmd_conformance(ctx: Ctx) -> int:
-    from tvmfork import conformance
+    from tvmfork import conformance, venvs
     from tvmfork.conformance import report, suites
 
     a = ctx.args
@@ -391,11 +399,20 @@ def cmd_conformance(ctx: Ctx) -> int:
             f"--report {a.report}: give a folder (report.md and results.jsonl go in it), "
             f"e.g. --report {folder}"
         )
-    names = a.suites or ([] if a.onnx or a.torch_module else ["ci"])
+    names = a.suites or ([] if a.onnx or a.torch_module or a.hf else ["ci"])
     for n in names:
         if n not in suites.SUITES:
             raise UsageError(f"unknown suite {n!r}; the suites: {', '.join(suites.SUITES)}")
+    extra_reqs = venvs.with_packages(a.with_pkgs)
+    hf_dirs = [suites.hf_dir(Path(d)) for d in a.hf]
     stock_py, fork_py, _, _ = _test_venvs(ctx, ctx.series())
+    extra_path = None
+    if extra_reqs:
+        with ui.step(f"packages for both sides: {' '.join(extra_reqs)}"):
+            vroot = ctx.settings.cache_dir / "venvs"
+            extra_path = venvs.extras(
+                vroot, _deps_venv(ctx), extra_reqs, python=ctx.settings.python
+            )
     limits = suites.Limits(reps=0 if a.no_bench else a.reps, ort=a.ort)
     if a.timeout:
         limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
@@ -408,6 +425,7 @@ def cmd_conformance(ctx: Ctx) -> int:
             patterns=a.k,
             onnx_paths=[Path(p) for p in a.onnx],
             torch_modules=[Path(m) for m in a.torch_module],
+            hf_dirs=hf_dirs,
         )
     if not cases:
         raise UsageError("no case matches: check the suite names and -k patterns")
@@ -417,9 +435,11 @@ def cmd_conformance(ctx: Ctx) -> int:
     out = Path(a.report).resolve() if a.report else ctx.settings.out_dir / "conformance"
     start = time.monotonic()
     results = conformance.run(
-        cases, sides, out, a.target, parallel=a.side_jobs > 1, threads=a.threads
+        cases, sides, out, a.target, parallel=a.side_jobs > 1, threads=a.threads, path=extra_path
     )
     context = f"target {a.target}, threads {a.threads or 'default'}"
+    if extra_reqs:
+        context += f", with {' '.join(extra_reqs)}"
     if a.side_jobs > 1:
         context += ", both sides at once: timings compete"
     jsonl, md = report.write(results, out, context)

@@ -105,3 +105,33 @@ def _pip_progress(line: str) -> None:
     if line.startswith(("Collecting ", "Processing ", "Installing collected", "Successfully")):
         text = line if len(line) <= 110 else line[:107] + "..."
         ui.note(f"    {text}")
+
+
+def requirements(lines: list[str]) -> list[str]:
+    """Requirement lines without comments and blanks."""
+    stripped = (ln.split("#", 1)[0].strip() for ln in lines)
+    return [ln for ln in stripped if ln]
+
+
+def with_packages(specs: list[str]) -> list[str]:
+    """`--with` values as pip requirements: a requirement as it is, or a requirements file
+    (an existing file ending in .txt) read line by line."""
+    reqs: list[str] = []
+    for spec in specs:
+        path = Path(spec)
+        if spec.endswith(".txt"):
+            if not path.is_file():
+                raise UsageError(f"--with {spec}: no such requirements file")
+            reqs += requirements(path.read_text().splitlines())
+        else:
+            reqs.append(spec)
+    return reqs
+
+
+def extras(vroot: Path, deps_venv: Path, reqs: list[str], *, python: str) -> Path:
+    """The site-packages of a venv holding `reqs` on top of the shared deps venv (what the deps
+    venv already has is not installed again); both sides' workers get it on their path, so
+    the stock and fork sides see the same packages."""
+    venv = vroot / f"extras-{key(*reqs, str(deps_venv))}"
+    ensure(venv, reqs, python=python, deps_venv=deps_venv)
+    return site_packages(venv)

@@ -123,6 +123,35 @@ def test_user_suites_run_isolated(tmp_path: Path) -> None:
     assert f"{suite}: 4 cases" in r.stdout
 
 
+def test_hf_folder_and_a_suite_that_brings_its_package(tmp_path: Path) -> None:
+    """--hf runs a user's local HuggingFace folder (config.json + safetensors); --with installs
+    a package a user's suite imports for both sides alike (without it, both fail to load)."""
+    python = _fork_python()
+    if not python.exists():
+        assert (
+            _conformance("ci", "-k", "test_abs", "--report", str(tmp_path / "warm")).returncode == 0
+        )
+    model = tmp_path / "tiny-llama"
+    subprocess.run([str(python), str(HERE / "make_hf.py"), str(model)], check=True)
+    suite = str(HERE / "cases_with_einops.py")
+    r = _conformance(
+        "--hf", str(model), "--torch-module", suite, "--with", "einops", "--no-bench",
+        "--report", str(tmp_path / "with"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    by = _results(tmp_path / "with")
+    for side in ("stock", "fork"):
+        assert by[("hf", "tiny-llama")][side]["status"] == "ok", by[("hf", "tiny-llama")]
+        assert by[("torch:cases_with_einops", "patches")][side]["status"] == "ok", by
+    assert "with einops" in (tmp_path / "with" / "report.md").read_text()
+    r = _conformance("--torch-module", suite, "--no-bench", "--report", str(tmp_path / "bare"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    bare = _results(tmp_path / "bare")[("torch:cases_with_einops", "patches")]
+    for side in ("stock", "fork"):
+        assert (bare[side]["status"], bare[side]["stage"]) == ("error", "load"), bare
+        assert "einops" in str(bare[side]["error"])
+
+
 def test_bench_times_onnx_runtime_at_the_thread_count_asked(tmp_path: Path) -> None:
     """--ort exports the torch model (torch.onnx.export, dynamo) and times ONNX Runtime beside
     PyTorch eager and TVM; --threads sets all three; the speed table gives the ratios."""

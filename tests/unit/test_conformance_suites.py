@@ -27,3 +27,46 @@ def test_onnx_folder_cases_and_their_comparison(tmp_path: Path) -> None:
     assert all(c.suite == f"onnx:{tmp_path.name}" for c in cases.values())
     with pytest.raises(UsageError, match=r"no NAME\.onnx"):
         suites.onnx_dir(tmp_path / "withdata" / "test_data_set_0", suites.Limits(), [])
+
+
+def test_hf_folder_is_checked_and_becomes_one_case(tmp_path: Path) -> None:
+    model = tmp_path / "my-llama"
+    model.mkdir()
+    with pytest.raises(UsageError, match=r"no config\.json"):
+        suites.hf_dir(model)
+    (model / "config.json").write_text("{}")
+    with pytest.raises(UsageError, match="no weights"):
+        suites.hf_dir(model)
+    (model / "model.safetensors").write_bytes(b"")
+    case = suites.hf_model(suites.hf_dir(model), suites.Limits(reps=0))
+    assert (case.suite, case.name) == ("hf", "my-llama")
+    assert case.spec["hf"] == str(model.resolve())
+    assert case.spec["module"] == str(suites.TRANSFORMERS) and case.spec["kind"] == "torch"
+
+
+def test_transformers_suites_name_their_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same module feeds both transformers suites: torch.export (with the -dynamic cases)
+    and ONNX (without them: a dynamic length is torch.export's)."""
+    names = ["llama", "llama-dynamic", "bert"]
+
+    def fake_list(python: Path, *args: object) -> dict[str, list[str]]:
+        return {"cases": names}
+
+    import tvmfork.conformance.suites as mod
+
+    original = mod._worker_json
+    mod._worker_json = fake_list  # type: ignore[assignment]
+    try:
+        export = suites.torch_module(
+            "transformers", suites.TRANSFORMERS, Path("py"), suites.Limits()
+        )
+        onnx = suites.torch_module(
+            "transformers-onnx", suites.TRANSFORMERS, Path("py"), suites.Limits(), route="onnx"
+        )
+    finally:
+        mod._worker_json = original  # type: ignore[assignment]
+    assert [c.name for c in export] == names
+    assert {c.spec["route"] for c in export} == {"export"}
+    assert [c.name for c in onnx] == ["llama", "bert"]
+    assert {c.spec["route"] for c in onnx} == {"onnx"}
+    assert not any(c.spec["ort"] for c in onnx)  # ORT is the reference, not a timing anchor

@@ -104,3 +104,11 @@ def test_creation_shows_what_pip_installs(
     assert subprocess.run([str(py), "-c", "import tiny"], check=False).returncode == 0
     venvs.ensure(tmp_path / "v", [str(wheel)], python=sys.executable)  # unchanged: reused
     assert capsys.readouterr().err == ""
+
+
+def test_with_takes_requirements_and_requirement_files(tmp_path: Path) -> None:
+    reqs = tmp_path / "extra.txt"
+    reqs.write_text("# what my cases import\neinops==0.8.2\n\ntimm  # a comment\n")
+    assert venvs.with_packages(["tabulate", str(reqs)]) == ["tabulate", "einops==0.8.2", "timm"]
+    with pytest.raises(UsageError, match="no such requirements file"):
+        venvs.with_packages([str(tmp_path / "missing.txt")])

@@ -21,10 +21,12 @@ def run(
     target: str,
     parallel: bool,
     threads: int | None = None,
+    path: Path | None = None,
 ) -> list[Result]:
     """Every case on every side (side name -> its interpreter), one progress line per case;
     worker logs go to `out`. `threads`: TVM, PyTorch and ONNX Runtime all use that many
-    (default: each its own default)."""
+    (default: each its own default). `path`: a folder of packages both sides' workers see
+    (`--with`), after their own."""
     ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
 
     def progress(i: int, case: CaseSpec, by_side: dict[str, Result]) -> None:
@@ -39,4 +41,6 @@ def run(
     env = {"TVMFORK_TARGET": target, "PYTHONDONTWRITEBYTECODE": "1"}
     if threads:
         env.update(TVMFORK_THREADS=str(threads), TVM_NUM_THREADS=str(threads))
+    if path is not None:
+        env["TVMFORK_EXTRA_PATH"] = str(path)
     return run_cases(cases, sides, out, env, progress, parallel=parallel)

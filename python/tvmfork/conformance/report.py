@@ -97,7 +97,8 @@ def markdown(results: list[Result], slowest: int = 10, context: str = "") -> str
             f"{_run_ms(r.stock)} / {_run_ms(r.fork)} | {_num(ref, 'torch_ms', '.1f')} | "
             f"{_num(ref, 'ort_ms', '.1f')} | {_cell(err)} |"
         )
-    out += ["", "Summary:", "", *[f"- {line}" for line in summary(results)]]
+    run = [f"- run: {context}"] if context else []
+    out += ["", "Summary:", "", *run, *[f"- {line}" for line in summary(results)]]
     table = speed_table(results, context)
     if table:
         out += ["", *table]

@@ -11,6 +11,8 @@
 - `ci`: the subset `make test` runs: the node cases of the ops the series changes or
   schedules, a few small models (one of them the model a schedule rule once broke), and the
   transformers cases the series fixed.
+- a user's HuggingFace model folder (`--hf`: config.json and weights), loaded with
+  `from_pretrained` by `transformers_models.from_pretrained`.
 - a user's folder of ONNX files (`--onnx`): each `NAME.onnx`, or `NAME/model.onnx` with ONNX's
   `test_data_set_0/` beside it; without data, ONNX Runtime on seeded random inputs is the
   reference.
@@ -213,6 +215,31 @@ def onnx_dir(path: Path, limits: Limits, patterns: list[str]) -> list[CaseSpec]:
     return cases
 
 
+def hf_dir(path: Path) -> Path:
+    """A local HuggingFace model folder, checked: config.json and weights in it."""
+    if not (path / "config.json").is_file():
+        raise UsageError(f"--hf {path}: no config.json in it (a HuggingFace model folder)")
+    if not any(path.glob("*.safetensors")) and not any(path.glob("*.bin")):
+        raise UsageError(f"--hf {path}: no weights (*.safetensors or *.bin) beside config.json")
+    return path.resolve()
+
+
+def hf_model(path: Path, limits: Limits) -> CaseSpec:
+    """A user's HuggingFace model folder as a case of the transformers suite's kind."""
+    spec = {
+        "kind": "torch",
+        "route": "export",
+        "module": str(TRANSFORMERS),
+        "name": path.name,
+        "hf": str(path),
+        "reps": limits.reps,
+        "budget_s": limits.budget_s,
+        "ort": limits.ort and limits.reps > 0,
+        "rel_max": 1e-3,
+    }
+    return CaseSpec("hf", path.name, spec, limits.model_timeout)
+
+
 def collect(
     names: list[str],
     *,
@@ -222,6 +249,7 @@ def collect(
     patterns: list[str],
     onnx_paths: list[Path],
     torch_modules: list[Path],
+    hf_dirs: list[Path] | None = None,
 ) -> list[CaseSpec]:
     """The cases of the named suites and the user's own, filtered by `patterns`."""
     cases: list[CaseSpec] = []
@@ -256,4 +284,5 @@ def collect(
         cases += onnx_dir(p, limits, patterns)
     for m in torch_modules:
         cases += torch_module(f"torch:{m.stem}", m.resolve(), python, limits, patterns)
+    cases += [hf_model(d, limits) for d in hf_dirs or [] if _pick([d.name], patterns)]
     return cases

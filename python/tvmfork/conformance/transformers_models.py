@@ -419,6 +419,48 @@ CASES: dict[str, Callable[..., Any]] = {
     **VISION_MODELS,
     **STATE_SPACE,
 }
+
+
+def from_pretrained(path: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    """A user's local model folder (`tvmfork conformance --hf DIR`): the class its config
+    names (`architectures`, else AutoModel), loaded with its weights, on seeded random inputs
+    of its kind; the output is its logits, else its last hidden state."""
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(path)
+    names = getattr(config, "architectures", None) or []
+    cls = getattr(transformers, names[0], None) if names else None
+    model = (cls or transformers.AutoModel).from_pretrained(path).eval()
+    feed = _inputs_for(model, config)
+    out = model(**feed)
+    output = "logits" if getattr(out, "logits", None) is not None else "last_hidden_state"
+    return Wrapped(model, tuple(feed), output), tuple(feed.values())
+
+
+def _inputs_for(model: Any, config: Any) -> dict[str, torch.Tensor]:
+    """Seeded inputs for the model's main input (token ids, pixels, audio samples or mel
+    features), and decoder ids for an encoder-decoder."""
+    main = model.main_input_name
+    text = getattr(config, "get_text_config", lambda: config)()
+    if main == "input_ids":
+        feed = {"input_ids": _ids(vocab=text.vocab_size)}
+    elif main == "pixel_values":
+        vision = getattr(config, "vision_config", config)
+        size = getattr(vision, "image_size", 224)
+        size = size if isinstance(size, int) else size[0]
+        feed = {"pixel_values": torch.randn(1, getattr(vision, "num_channels", 3), size, size)}
+    elif main == "input_values":
+        feed = {"input_values": torch.randn(1, SAMPLES)}
+    elif main == "input_features":
+        frames = 2 * getattr(config, "max_source_positions", 1500)
+        feed = {"input_features": torch.randn(1, config.num_mel_bins, frames)}
+    else:
+        raise ValueError(f"no inputs known for a model whose main input is {main!r}")
+    if getattr(config, "is_encoder_decoder", False):
+        feed["decoder_input_ids"] = _ids(8, vocab=text.vocab_size)
+    return feed
+
+
 # the dynamic-length cases: 1 token, the example's length, a longer prompt
 SIZES = (1, SEQ, 40)
 MAX_LEN = 128  # max_position_embeddings of the text configs above

@@ -200,7 +200,8 @@ def run_torch(case: Case, target: str) -> None:
     torchvision_shim.load()  # before a suite imports transformers, which imports torchvision
     spec = case.spec
     torch.manual_seed(0)
-    made = suite_module(spec["module"]).CASES[spec["name"]]()
+    suite = suite_module(spec["module"])
+    made = suite.from_pretrained(spec["hf"]) if spec.get("hf") else suite.CASES[spec["name"]]()
     model, inputs, dynamic = (*made, None) if len(made) == 2 else made
     model = model.eval()
     inputs = tuple(inputs)
@@ -493,6 +494,9 @@ def run_case(spec: dict[str, Any], target: str) -> dict[str, Any]:
 
 def serve() -> int:
     target = os.environ.get("TVMFORK_TARGET", "llvm")
+    extra = os.environ.get("TVMFORK_EXTRA_PATH")
+    if extra:  # the packages of `--with`, after the venv's own
+        sys.path.append(extra)
     import tvm
 
     if threads():
