@@ -49,7 +49,7 @@ test-conformance: $(VENV)/.installed
 # The full conformance run (opt-in, hours on 2 cores): every suite, stock vs fork, with
 # timings; report in out/conformance/. ARGS passes more options (ARGS="--jobs 2").
 conformance: $(VENV)/.installed
-	$(TVMFORK) conformance torchvision onnx-node $(ARGS)
+	$(TVMFORK) conformance torchvision transformers transformers-onnx onnx-node $(ARGS)
 
 # Benchmark (not a test): the torchvision models on PyTorch eager, ONNX Runtime, stock and fork,
 # for TARGET (llvm or host) and THREADS (default 1); speed table in out/bench-$(TARGET)-$(THREADS)/.
