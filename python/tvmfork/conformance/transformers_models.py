@@ -54,6 +54,18 @@ AUDIO = {
     "num_conv_pos_embedding_groups": 4,
     "do_stable_layer_norm": False,
 }
+T5 = {"vocab_size": VOCAB, "d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_heads": 4}
+# BART-style encoder-decoders (BART, Marian, Whisper): 2 + 2 layers, 64 wide, 4 heads
+ENCODER_DECODER = {
+    "vocab_size": VOCAB,
+    "d_model": 64,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+}
 SAMPLES = 4000  # audio samples of the example input (a quarter second at 16 kHz)
 
 
@@ -229,14 +241,7 @@ TEXT_ENCODERS: dict[str, Callable[..., Any]] = {
     "t5-encoder": _make(
         "t5",
         "T5EncoderModel",
-        {
-            "vocab_size": VOCAB,
-            "d_model": 64,
-            "d_kv": 16,
-            "d_ff": 128,
-            "num_layers": 2,
-            "num_heads": 4,
-        },
+        T5,
         lambda: {"input_ids": _ids()},
         "last_hidden_state",
     ),
@@ -246,43 +251,12 @@ TEXT_ENCODERS: dict[str, Callable[..., Any]] = {
 }
 
 ENCODER_DECODERS: dict[str, Callable[..., Any]] = {
-    "t5": _seq2seq(
-        "t5",
-        {
-            "vocab_size": VOCAB,
-            "d_model": 64,
-            "d_kv": 16,
-            "d_ff": 128,
-            "num_layers": 2,
-            "num_heads": 4,
-            "decoder_start_token_id": 0,
-        },
-    ),
-    "bart": _seq2seq(
-        "bart",
-        {
-            "vocab_size": VOCAB,
-            "d_model": 64,
-            "encoder_layers": 2,
-            "decoder_layers": 2,
-            "encoder_attention_heads": 4,
-            "decoder_attention_heads": 4,
-            "encoder_ffn_dim": 128,
-            "decoder_ffn_dim": 128,
-            "max_position_embeddings": 128,
-        },
-    ),
+    "t5": _seq2seq("t5", {**T5, "decoder_start_token_id": 0}),
+    "bart": _seq2seq("bart", {**ENCODER_DECODER, "max_position_embeddings": 128}),
     "marian": _seq2seq(
         "marian",
         {
-            "vocab_size": VOCAB,
-            "d_model": 64,
-            "encoder_layers": 2,
-            "decoder_layers": 2,
-            "encoder_attention_heads": 4,
-            "decoder_attention_heads": 4,
-            "encoder_ffn_dim": 128,
-            "decoder_ffn_dim": 128,
+            **ENCODER_DECODER,
             "max_position_embeddings": 128,
             "decoder_start_token_id": 0,
             "pad_token_id": 0,
@@ -291,15 +265,8 @@ ENCODER_DECODERS: dict[str, Callable[..., Any]] = {
 }
 
 WHISPER = {
-    "vocab_size": VOCAB,
+    **ENCODER_DECODER,
     "num_mel_bins": 16,
-    "d_model": 64,
-    "encoder_layers": 2,
-    "decoder_layers": 2,
-    "encoder_attention_heads": 4,
-    "decoder_attention_heads": 4,
-    "encoder_ffn_dim": 128,
-    "decoder_ffn_dim": 128,
     "max_source_positions": 32,  # 64 input frames
     "max_target_positions": 64,
     "pad_token_id": 0,
