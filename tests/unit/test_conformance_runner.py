@@ -74,3 +74,19 @@ def test_timing_settles_each_runtime_when_threads_compete(
     assert order[:2] == ["torch", "tvm"]  # one warm-up each
     per_rep = ["torch"] * calls_per_rep + ["tvm"] * calls_per_rep
     assert order[2:] == per_rep * 3
+
+
+def test_an_export_error_names_torchs_reason() -> None:
+    """torch.export's refusal ends with a hint; the report keeps its first line and first
+    detail (the guard that failed), which tells a user why."""
+    from tvmfork.conformance import worker as w
+
+    exc = RuntimeError(
+        "Constraints violated (seq)! For more information, run with TORCH_LOGS=...\n"
+        "  - Not all values of seq in the specified range seq <= 128 satisfy the generated "
+        "guard 7 <= seq\nSuggested fixes:\n  seq = Dim('seq', min=7, max=128)\n\n"
+        "The error above occurred when calling torch.export.export."
+    )
+    reason = w.export_reason(exc)
+    assert reason.startswith("RuntimeError: Constraints violated (seq)!")
+    assert "guard 7 <= seq" in reason and "The error above" not in reason

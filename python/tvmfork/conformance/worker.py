@@ -62,6 +62,16 @@ def last_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:400]
 
 
+def export_reason(exc: BaseException) -> str:
+    """torch.export's reason for refusing a program: its message's first line and first
+    detail ("Constraints violated (seq)! ... - Not all values of seq ... satisfy the generated
+    guard 7 <= ..."), not the hint it ends with."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    detail = next((ln for ln in lines[1:] if ln.startswith("- ")), "")
+    head = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {head} {detail}".strip()[:400]
+
+
 # --- values -------------------------------------------------------------------------------
 
 
@@ -486,7 +496,7 @@ def run_case(spec: dict[str, Any], target: str) -> dict[str, Any]:
     except CaseFailed as exc:
         status, error = ("wrong" if case.stage == "numerics" else "error"), str(exc)
     except Exception as exc:
-        status, error = "error", last_line(exc)
+        status, error = "error", export_reason(exc) if case.stage == "export" else last_line(exc)
         traceback.print_exc(file=sys.stderr)
     stage = "ok" if status == "ok" else case.stage
     return {"status": status, "stage": stage, "error": error, **case.times, **case.info}
