@@ -426,6 +426,7 @@ def cmd_conformance(ctx: Ctx) -> int:
             onnx_paths=[Path(p) for p in a.onnx],
             torch_modules=[Path(m) for m in a.torch_module],
             hf_dirs=hf_dirs,
+            extra=extra_path,
         )
     if not cases:
         raise UsageError("no case matches: check the suite names and -k patterns")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tvmfork import ui
-from tvmfork.conformance import report
+from tvmfork.conformance import report, suites
 from tvmfork.conformance.runner import CaseSpec, Result, run_cases
 
 
@@ -42,5 +42,5 @@ def run(
     if threads:
         env.update(TVMFORK_THREADS=str(threads), TVM_NUM_THREADS=str(threads))
     if path is not None:
-        env["TVMFORK_EXTRA_PATH"] = str(path)
+        env[suites.EXTRA_PATH] = str(path)
     return run_cases(cases, sides, out, env, progress, parallel=parallel)

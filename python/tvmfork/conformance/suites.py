@@ -105,8 +105,12 @@ def _pick(names: list[str], *groups: list[str]) -> list[str]:
     return [n for n in names if all(any(fnmatch.fnmatchcase(n, p) for p in g) for g in groups if g)]
 
 
-def _worker_json(python: Path, *args: str | Path) -> dict[str, Any]:
-    out = proc.run([python, WORKER, *args]).stdout
+EXTRA_PATH = "TVMFORK_EXTRA_PATH"  # the worker's variable for the packages of `--with`
+
+
+def _worker_json(python: Path, *args: str | Path, extra: Path | None = None) -> dict[str, Any]:
+    env = {EXTRA_PATH: str(extra)} if extra is not None else None
+    out = proc.run([python, WORKER, *args], env=env).stdout
     for line in reversed(out.splitlines()):
         if line.startswith("{"):
             result: dict[str, Any] = json.loads(line)
@@ -121,13 +125,20 @@ def torch_module(
     limits: Limits,
     *patterns: list[str],
     route: str = "export",
+    extra: Path | None = None,
 ) -> list[CaseSpec]:
     """The cases of a torch-module suite. `route`: "export" (torch.export and
     from_exported_program, PyTorch the reference) or "onnx" (torch.onnx.export with dynamo and
     from_onnx, ONNX Runtime the reference; the `-dynamic` cases are torch.export's only)."""
     if not module.is_file():
         raise UsageError(f"--torch-module {module}: no such file")
-    names = _worker_json(python, "list", module)["cases"]
+    listed = _worker_json(python, "list", module, extra=extra)
+    if "error" in listed:
+        raise UsageError(
+            f"--torch-module {module}: importing it failed: {listed['error']} (a package it "
+            "needs? give it with --with PKG)"
+        )
+    names = listed["cases"]
     if route == "onnx":
         names = [n for n in names if not n.endswith("-dynamic")]
     return [
@@ -250,6 +261,7 @@ def collect(
     onnx_paths: list[Path],
     torch_modules: list[Path],
     hf_dirs: list[Path] | None = None,
+    extra: Path | None = None,
 ) -> list[CaseSpec]:
     """The cases of the named suites and the user's own, filtered by `patterns`."""
     cases: list[CaseSpec] = []
@@ -283,6 +295,6 @@ def collect(
     for p in onnx_paths:
         cases += onnx_dir(p, limits, patterns)
     for m in torch_modules:
-        cases += torch_module(f"torch:{m.stem}", m.resolve(), python, limits, patterns)
+        cases += torch_module(f"torch:{m.stem}", m.resolve(), python, limits, patterns, extra=extra)
     cases += [hf_model(d, limits) for d in hf_dirs or [] if _pick([d.name], patterns)]
     return cases

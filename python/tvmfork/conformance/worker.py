@@ -504,9 +504,6 @@ def run_case(spec: dict[str, Any], target: str) -> dict[str, Any]:
 
 def serve() -> int:
     target = os.environ.get("TVMFORK_TARGET", "llvm")
-    extra = os.environ.get("TVMFORK_EXTRA_PATH")
-    if extra:  # the packages of `--with`, after the venv's own
-        sys.path.append(extra)
     import tvm
 
     if threads():
@@ -568,7 +565,14 @@ def gen_onnx_node(out: Path) -> int:
 
 
 def list_module(path: str) -> int:
-    send({"cases": sorted(load_module(path).CASES)})
+    """The suite module's case names; if it cannot be imported, why (`{"error": ...}`)."""
+    try:
+        names = sorted(load_module(path).CASES)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        send({"error": last_line(exc)})
+        return 0
+    send({"cases": names})
     return 0
 
 
@@ -578,6 +582,9 @@ def main(argv: list[str]) -> int:
     PROTO = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    extra = os.environ.get("TVMFORK_EXTRA_PATH")
+    if extra:  # the packages of `--with`, after the venv's own
+        sys.path.append(extra)
     if argv[:1] == ["gen-onnx-node"]:
         return gen_onnx_node(Path(argv[1]))
     if argv[:1] == ["list"]:
