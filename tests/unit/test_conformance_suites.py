@@ -49,7 +49,7 @@ def test_transformers_suites_name_their_route(monkeypatch: pytest.MonkeyPatch) -
     and ONNX (without them: a dynamic length is torch.export's)."""
     names = ["llama", "llama-dynamic", "bert"]
 
-    def fake_list(python: Path, *args: object) -> dict[str, list[str]]:
+    def fake_list(python: Path, *args: object, extra: Path | None = None) -> dict[str, list[str]]:
         return {"cases": names}
 
     import tvmfork.conformance.suites as mod
@@ -70,3 +70,19 @@ def test_transformers_suites_name_their_route(monkeypatch: pytest.MonkeyPatch) -
     assert [c.name for c in onnx] == ["llama", "bert"]
     assert {c.spec["route"] for c in onnx} == {"onnx"}
     assert not any(c.spec["ort"] for c in onnx)  # ORT is the reference, not a timing anchor
+
+
+def test_a_suite_that_cannot_be_imported_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The worker reports why it could not list the module; the user is told which module and
+    that a package it needs comes with --with."""
+
+    def fake_list(python: Path, *args: object, extra: Path | None = None) -> dict[str, str]:
+        return {"error": "ModuleNotFoundError: No module named 'einops'"}
+
+    monkeypatch.setattr(suites, "_worker_json", fake_list)
+    module = tmp_path / "mine.py"
+    module.write_text("import einops\n")
+    with pytest.raises(UsageError, match=r"mine\.py: importing it failed: .*'einops'.*--with"):
+        suites.torch_module("torch:mine", module, Path("py"), suites.Limits())
