@@ -246,8 +246,7 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
     a = ctx.args
     s = ctx.settings
     lock = ctx.lock()
-    req_file = ctx.root / "tests" / "requirements.txt"
-    reqs = venvs.requirements(req_file.read_text().splitlines())
+    deps, reqs = _deps_venv(ctx)
     stock_only: dict[str, str] = {}
     against = getattr(a, "against", None)
     if against:
@@ -270,7 +269,6 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
         stock_reqs = [str(stock_path), a.stock_ffi]
         stock_name = f"stock-{stock_wf.sha256[:12]}"
     vroot = s.cache_dir / "venvs"
-    deps = _deps_venv(ctx)
     venvs.ensure(deps, reqs, python=s.python)
     stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=s.python, deps_venv=deps)
     fork_py = venvs.ensure(
@@ -283,13 +281,14 @@ def _test_venvs(ctx: Ctx, series: seriesmod.Series) -> tuple[Path, Path, set[str
     return stock_py, fork_py, included, stock_only
 
 
-def _deps_venv(ctx: Ctx) -> Path:
-    """The shared venv of the packages both sides' tests need (tests/requirements.txt)."""
+def _deps_venv(ctx: Ctx) -> tuple[Path, list[str]]:
+    """The shared venv of the packages both sides' tests need, and those packages
+    (tests/requirements.txt)."""
     from tvmfork import venvs
 
     req_file = ctx.root / "tests" / "requirements.txt"
     reqs = venvs.requirements(req_file.read_text().splitlines())
-    return ctx.settings.cache_dir / "venvs" / f"deps-{venvs.key(*reqs)}"
+    return ctx.settings.cache_dir / "venvs" / f"deps-{venvs.key(*reqs)}", reqs
 
 
 def _applicable(series: seriesmod.Series, wheel: Path) -> tuple[list[Any], dict[str, str]]:
@@ -411,7 +410,7 @@ def cmd_conformance(ctx: Ctx) -> int:
         with ui.step(f"packages for both sides: {' '.join(extra_reqs)}"):
             vroot = ctx.settings.cache_dir / "venvs"
             extra_path = venvs.extras(
-                vroot, _deps_venv(ctx), extra_reqs, python=ctx.settings.python
+                vroot, _deps_venv(ctx)[0], extra_reqs, python=ctx.settings.python
             )
     limits = suites.Limits(reps=0 if a.no_bench else a.reps, ort=a.ort)
     if a.timeout:
