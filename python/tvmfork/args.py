@@ -128,6 +128,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="another stock release (apache-tvm==0.27.0.post1): which patches it still needs",
     )
+    v.add_argument(
+        "--timeout",
+        type=float,
+        default=1800,
+        metavar="S",
+        help="seconds for one side's run of a patch's tests; past it the side reads TIMEOUT "
+        "(default 1800)",
+    )
 
     u = sub.add_parser(
         "upstream-tests", help="TVM's test files that the series touches: no new failures"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,41 @@ def fixes_problems(patch: Patch, repo_root: Path) -> list[str]:
     return out
 
 
+# A patch is named for what it changes; a count ("seven ops that...") goes stale with the next
+# fix added to it, and says nothing a reviewer can check.
+NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty several multiple various many dozen".split()
+)
+
+
+def name_problems(patch: Patch) -> list[str]:
+    """The subject and file name do not start with a count."""
+    out = []
+    subject = re.sub(r"\[[^\]]*\]", " ", patch.subject).strip()
+    for what, text in (("subject", subject), ("file name", patch.name)):
+        first = re.split(r"[^A-Za-z0-9]+", text.lower(), maxsplit=1)[0]
+        if first in NUMBER_WORDS or first.isdigit():
+            out.append(
+                f"{patch.name}: the {what} starts with a count ({first!r}): name the patch "
+                "for the behaviour it changes (an op family, a layer), which stays true as "
+                "fixes are added"
+            )
+    return out
+
+
+def _test_exists(test: str, repo_root: Path) -> bool:
+    """`tests/regression/x.py` or `x.py::test_name[param]`: the file, and the test function."""
+    file, _, node = test.partition("::")
+    path = repo_root / file
+    if not path.is_file():
+        return False
+    name = node.split("[", 1)[0].split("::")[-1]
+    return (
+        not name or re.search(rf"^\s*def {re.escape(name)}\(", path.read_text(), re.M) is not None
+    )
+
+
 def trailer_problems(patch: Patch, repo_root: Path) -> list[str]:
     out = fixes_problems(patch, repo_root)
     for key in REQUIRED_TRAILERS:
@@ -55,7 +91,7 @@ def trailer_problems(patch: Patch, repo_root: Path) -> list[str]:
         test_file = test.split("::", 1)[0]
         if not test_file.startswith("tests/regression/"):
             out.append(f"{patch.name}: Regression-Test {test!r} is not under tests/regression/")
-        elif not (repo_root / test_file).is_file():
+        elif not _test_exists(test, repo_root):
             out.append(f"{patch.name}: Regression-Test {test!r} does not exist")
     return out
 
@@ -110,6 +146,7 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
     subjects: dict[str, str] = {}
     for p in series.patches:
         report.problems += trailer_problems(p, repo_root)
+        report.problems += name_problems(p)
         if p.subject in subjects:
             report.problems.append(f"{p.name} and {subjects[p.subject]} share a subject")
         subjects[p.subject] = p.name

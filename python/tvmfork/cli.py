@@ -328,13 +328,20 @@ def cmd_verify(ctx: Ctx) -> int:
         series.get(name)  # an unknown name stops here, before any venv is built
     stock_py, fork_py, included, stock_only = _test_venvs(ctx, series)
     rows = verify.verify(
-        series, ctx.root, stock_py, fork_py, included, ctx.args.patches or None, stock_only
+        series,
+        ctx.root,
+        stock_py,
+        fork_py,
+        included,
+        ctx.args.patches or None,
+        stock_only,
+        timeout=ctx.args.timeout,
     )
     print(verify.table(rows))
     bad = [r for r in rows if r.stock is not None and r.fork is not None and not r.ok]
     if ctx.args.against:
         # Against another release, a patch upstream made unnecessary is news, not a failure.
-        bad = [r for r in bad if r.fork is not None and r.fork.code != verify.PASSED]
+        bad = [r for r in bad if r.fork is not None and not r.fork.passed]
     if bad:
         for r in bad:
             print(

@@ -31,11 +31,13 @@ def run(
     capture: bool = True,
     echo: bool = False,
     input: str | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run `cmd`; with `check`, a non-zero exit raises ProcessError with the output tail.
 
     `capture` collects stdout and stderr together (text); otherwise they stream to the
-    terminal. `env` entries are added to the current environment.
+    terminal. `env` entries are added to the current environment. Past `timeout` seconds the
+    command is killed and Timeout raised (whatever `check` says), with its output so far.
     """
     if echo:
         print(f"+ {_fmt(cmd)}", file=sys.stderr, flush=True)
@@ -53,12 +55,24 @@ def run(
             stdout=subprocess.PIPE if capture else None,
             stderr=subprocess.STDOUT if capture else None,
             check=False,
+            timeout=timeout,
         )
     except FileNotFoundError as exc:
         raise ProcessError(_not_found(cmd, cwd)) from exc
+    except subprocess.TimeoutExpired as exc:
+        out = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output
+        raise Timeout(cmd, timeout or 0, out or "") from exc
     if check and proc.returncode != 0:
         raise ProcessError(failure_message(cmd, proc.returncode, proc.stdout or "", cwd))
     return proc
+
+
+class Timeout(ProcessError):
+    """A command ran past its time limit and was killed."""
+
+    def __init__(self, cmd: Sequence[str | Path], seconds: float, output: str) -> None:
+        self.tail = "\n".join(output.rstrip().splitlines()[-TAIL_LINES:])
+        super().__init__(f"command ran past {seconds:.0f} s and was stopped: {_fmt(cmd)}")
 
 
 def _not_found(cmd: Sequence[str | Path], cwd: Path | None) -> str:

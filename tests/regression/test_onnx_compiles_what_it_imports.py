@@ -1,4 +1,7 @@
-"""Patch: five ONNX imports that stock 0.26.0 accepts and then fails to compile or run.
+"""Patches rms-norm-over-every-axis, pow-with-an-exponent-of-another-type,
+constantofshape-of-a-shape-given-at-run-time and optional-tensor-inputs-optionalhaselement-of-no-
+input: ONNX imports that stock 0.26.0 accepts and then fails to compile or run. Each patch's
+`Regression-Test:` trailers name its tests here.
 
 On stock: RMSNormalization over every axis stops in TOPI (shape.size() == indices.size()),
 ConstantOfShape of a run-time shape leaves broadcast_to unlegalized ("CodeGenVM cannot handle

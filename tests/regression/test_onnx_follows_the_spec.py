@@ -1,6 +1,9 @@
-"""Patch: BitShift, SpaceToDepth, ConvTranspose, NonMaxSuppression and Softplus/Mish follow the
-ONNX spec where stock 0.26.0 returns another result silently (found by ONNX's node conformance
-cases, `tvmfork conformance onnx-node`).
+"""Patches elementwise-math-as-onnx-defines-it (BitShift, Mish),
+indexing-and-layout-ops-as-onnx-defines-them (SpaceToDepth), convtranspose-honours-output-shape,
+nonmaxsuppression-reads-its-limits-at-run-time and softplus-keeps-its-digits-for-negative-inputs:
+each op follows the ONNX spec where stock 0.26.0 returns another result silently (found by ONNX's
+node conformance cases, `tvmfork conformance onnx-node`). Each patch's `Regression-Test:`
+trailers name its tests here.
 
 Each model is one node, run through `from_onnx` -> `tvm.compile("llvm")` and compared with ONNX's
 reference implementation. On stock: a shift by a negative amount or by the type's width or more
@@ -67,14 +70,26 @@ def test_non_max_suppression_with_limits_given_at_run_time() -> None:
     check(node_model(node, inputs, [out("selected", TensorProto.INT64)], 11), inputs)
 
 
-@pytest.mark.parametrize("op", ["Softplus", "Mish"])
-def test_softplus_keeps_its_digits_for_negative_inputs(op: str) -> None:
-    """log(1 + exp(x)) in float32 rounds 1 + exp(x): 2% off at x = -16, 0 below -17. The
-    reference is float64 (ONNX's reference implementation computes Softplus that way too)."""
+def _log1p_exp_inputs() -> tuple[np.ndarray, np.ndarray]:
     x = np.array([-30.0, -16.0, -9.98, -1.0, 0.0, 3.0, 25.0], dtype="float32")
-    softplus = np.log1p(np.exp(x.astype("float64")))
-    want = softplus if op == "Softplus" else x * np.tanh(softplus)
+    return x, np.log1p(np.exp(x.astype("float64")))
+
+
+def test_softplus_keeps_its_digits_for_negative_inputs() -> None:
+    """log(1 + exp(x)) in float32 rounds 1 + exp(x): 2% off at x = -16, 0 below -17. The
+    reference is float64 (ONNX's reference implementation computes Softplus that way too).
+    The fix is TOPI's softplus (log1p)."""
+    x, softplus = _log1p_exp_inputs()
     inputs = {"x": x}
-    node = helper.make_node(op, ["x"], ["y"])
-    model = node_model(node, inputs, [out("y")], 18)
+    model = node_model(helper.make_node("Softplus", ["x"], ["y"]), inputs, [out("y")], 18)
+    check(model, inputs, want=[softplus.astype("float32")], rtol=1e-5, atol=0)
+
+
+def test_mish_keeps_its_digits_for_negative_inputs() -> None:
+    """x * tanh(log(1 + exp(x))) rounds 1 + exp(x) and then tanh of the small result. The fix
+    is the ONNX importer's Mish (x * n / (n + 2), n = e^x (e^x + 2))."""
+    x, softplus = _log1p_exp_inputs()
+    inputs = {"x": x}
+    model = node_model(helper.make_node("Mish", ["x"], ["y"]), inputs, [out("y")], 18)
+    want = x * np.tanh(softplus)
     check(model, inputs, want=[want.astype("float32")], rtol=1e-5, atol=0)

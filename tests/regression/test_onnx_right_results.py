@@ -1,5 +1,8 @@
-"""Patch: the ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong
+"""Patches normalization-and-dropout-outputs-as-onnx-defines-them, elementwise-math-as-onnx-
+defines-it (IsInf, Mod) and indexing-and-layout-ops-as-onnx-defines-them (GatherElements,
+Expand): the ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong
 one silently (found by ONNX's own node conformance cases, `tvmfork conformance onnx-node`).
+Each patch's `Regression-Test:` trailers name its tests here.
 
 Each model is one node, run through `from_onnx` -> `tvm.compile("llvm")` and compared, output
 by output (count, shape, dtype, values), with ONNX's reference implementation. On stock:

@@ -1,0 +1,146 @@
+"""`tvmfork verify`'s verdicts, from real pytest runs of small test files.
+
+Each case is a test module as a regression test could be written, run the way verify runs a
+side (a pytest subprocess writing a JUnit report). `tvmlib` stands in for TVM: an error raised
+inside it is the bug showing; an error in the test's own code is a test that cannot run.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tvmfork import verify
+
+pytestmark = pytest.mark.unit
+
+LIB = '''
+def compute(x, **kw):
+    if kw:
+        raise TypeError(f"compute() got an unexpected keyword argument {next(iter(kw))!r}")
+    if x < 0:
+        raise RuntimeError("InternalError: Check failed: x >= 0")
+    return x * 2
+'''
+
+
+def _side(tmp_path: Path, body: str, timeout: float = 60) -> verify.Outcome:
+    (tmp_path / "tvmlib.py").write_text(LIB)
+    test = tmp_path / "tests" / "regression" / "test_case.py"
+    test.parent.mkdir(parents=True, exist_ok=True)
+    test.write_text(textwrap.dedent(body))
+    env = {"PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    return verify.run_tests(Path(sys.executable), [str(test)], tmp_path, env, timeout)
+
+
+def test_a_failing_assertion_is_fail(tmp_path: Path) -> None:
+    out = _side(tmp_path, "import tvmlib\ndef test_x():\n    assert tvmlib.compute(2) == 5\n")
+    assert out.status == verify.FAIL and out.failed
+
+
+def test_an_error_raised_inside_the_library_is_fail(tmp_path: Path) -> None:
+    out = _side(tmp_path, "import tvmlib\ndef test_x():\n    tvmlib.compute(-1)\n")
+    assert out.status == verify.FAIL
+
+
+def test_a_passing_test_is_pass(tmp_path: Path) -> None:
+    out = _side(tmp_path, "import tvmlib\ndef test_x():\n    assert tvmlib.compute(2) == 4\n")
+    assert out.status == verify.PASS and out.passed and not out.failed
+
+
+def test_an_import_error_in_the_body_is_error_not_fail(tmp_path: Path) -> None:
+    out = _side(tmp_path, "def test_x():\n    import tvm_missing_module\n")
+    assert out.status == verify.ERROR and not out.failed
+    assert "test_x" in out.detail
+
+
+def test_a_keyword_only_the_fork_has_is_error(tmp_path: Path) -> None:
+    """The test calls what this TVM lacks: the TypeError is raised at the call in the test."""
+    body = "import tvmlib\ndef test_x():\n    tvmlib.compute(2, skip_simplify=True)\n"
+    out = _side(tmp_path, body)
+    assert out.status == verify.FAIL  # raised inside tvmlib: the library's own check
+
+    body = "import tvmlib\ndef test_x():\n    tvmlib.compute_fast(2)\n"
+    assert _side(tmp_path, body).status == verify.ERROR  # AttributeError in the test file
+
+    body = "def f(a):\n    return a\ndef test_x():\n    f(1, skip_simplify=True)\n"
+    assert _side(tmp_path, body).status == verify.ERROR  # TypeError raised in the test file
+
+
+def test_a_fixture_error_is_error(tmp_path: Path) -> None:
+    body = """
+        import pytest
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("no device")
+        def test_x(broken):
+            assert False
+    """
+    assert _side(tmp_path, body).status == verify.ERROR
+
+
+def test_a_collection_error_and_nothing_collected_are_error(tmp_path: Path) -> None:
+    assert _side(tmp_path, "import tvm_missing_module\n").status == verify.ERROR
+    out = _side(tmp_path, "X = 1\n")
+    assert out.status == verify.ERROR and "no test ran" in out.detail
+
+
+def test_all_skipped_is_error(tmp_path: Path) -> None:
+    body = "import pytest\n@pytest.mark.skip(reason='x')\ndef test_x():\n    pass\n"
+    assert _side(tmp_path, body).status == verify.ERROR
+
+
+def test_a_timeout_is_timeout(tmp_path: Path) -> None:
+    out = _side(tmp_path, "import time\ndef test_x():\n    time.sleep(30)\n", timeout=3)
+    assert out.status == verify.TIMEOUT and not out.failed
+
+
+def test_an_abort_is_a_crash_and_the_oom_killer_is_error(tmp_path: Path) -> None:
+    out = _side(tmp_path, "import os\ndef test_x():\n    os.abort()\n")
+    assert out.status == verify.CRASH and out.failed and out.detail == "SIGABRT"
+    body = "import os, signal\ndef test_x():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    out = _side(tmp_path, body)
+    assert out.status == verify.ERROR and out.detail == "SIGKILL"
+
+
+def test_one_error_among_failures_is_error(tmp_path: Path) -> None:
+    body = """
+        import tvmlib
+        def test_bug():
+            assert tvmlib.compute(2) == 5
+        def test_broken():
+            import tvm_missing_module
+    """
+    assert _side(tmp_path, body).status == verify.ERROR
+
+
+def _o(status: str) -> verify.Outcome:
+    return verify.Outcome(status)
+
+
+@pytest.mark.parametrize(
+    ("stock", "fork", "verdict"),
+    [
+        (verify.FAIL, verify.PASS, "ok: needed and sufficient"),
+        (verify.CRASH, verify.PASS, "ok: needed and sufficient"),
+        (verify.PASS, verify.PASS, "NOT NEEDED: passes on stock"),
+        (verify.ERROR, verify.PASS, "UNPROVEN: stock ERROR"),
+        (verify.TIMEOUT, verify.PASS, "UNPROVEN: stock TIMEOUT"),
+        (verify.FAIL, verify.FAIL, "BROKEN: fork FAIL"),
+        (verify.FAIL, verify.ERROR, "BROKEN: fork ERROR"),
+    ],
+)
+def test_row_verdicts(stock: str, fork: str, verdict: str) -> None:
+    row = verify.Row("p.patch", ("t.py",), _o(stock), _o(fork))
+    assert row.verdict == verdict
+    assert row.ok == verdict.startswith("ok")
+
+
+def test_rows_not_run_and_stock_only() -> None:
+    assert verify.Row("p", (), None, None, "native").verdict == "not run: native"
+    row = verify.Row("p", (), _o(verify.FAIL), None, "no overlay")
+    assert row.verdict.startswith("needed (stock FAIL)")
+    assert verify.Row("p", (), _o(verify.ERROR), None, "x").verdict.startswith("UNPROVEN")
