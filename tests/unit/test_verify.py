@@ -17,14 +17,14 @@ from tvmfork import verify
 
 pytestmark = pytest.mark.unit
 
-LIB = '''
+LIB = """
 def compute(x, **kw):
     if kw:
         raise TypeError(f"compute() got an unexpected keyword argument {next(iter(kw))!r}")
     if x < 0:
         raise RuntimeError("InternalError: Check failed: x >= 0")
     return x * 2
-'''
+"""
 
 
 def _side(tmp_path: Path, body: str, timeout: float = 60) -> verify.Outcome:
