@@ -30,11 +30,13 @@ wheel: $(VENV)/.installed
 image: $(VENV)/.installed
 	PY=$(PY) scripts/docker-build.sh -t tvmfork:cuda
 
-# Unit lane (the tool, real git repos in tmp dirs), overlay lane (each Python patch's
-# regression test: fails on the stock wheel, passes on the overlay fork wheel) and the
-# conformance lane's CI subset (no case that works on stock fails on the fork).
-test: $(VENV)/.installed
+# The linters and `tvmfork check` (the series: trailers, names, regression tests, overlay
+# applicability), then the unit lane (the tool, real git repos in tmp dirs), the overlay lane
+# (each Python patch's regression tests: FAIL on the stock wheel, pass on the overlay fork
+# wheel) and the conformance lane's CI subset (no case that works on stock fails on the fork).
+test: $(VENV)/.installed lint
 	$(TVMFORK) envs
+	$(TVMFORK) check
 	$(PY) -m pytest tests/unit tests/overlay tests/conformance
 
 test-unit: $(VENV)/.installed
@@ -61,8 +63,9 @@ bench-models: $(VENV)/.installed
 
 # Opt-in native lane: a source-built wheel (make wheel MODE=source) and the build tree it came
 # from; runs the native patches' regression tests on that wheel and the src_cc tests (ctest).
+# A run in which no test ran exits non-zero ("NOT RUN"); ALLOW_NOT_RUN=1 makes that exit 0.
 test-native: $(VENV)/.installed
-	$(PY) -m pytest tests/native
+	$(PY) -m pytest tests/native --native-variant $(VARIANT) $(if $(ALLOW_NOT_RUN),--allow-not-run)
 
 check: $(VENV)/.installed lint
 	$(TVMFORK) check

@@ -197,7 +197,8 @@ def _cmd_bench(a: argparse.Namespace) -> int:  # pylint: disable=too-many-locals
     import tvm
 
     torch.set_num_threads(a.threads)
-    globs = a.k.split(",")
+    # -k as `tvmfork conformance -k`: repeatable, each a glob or a comma-separated list
+    globs = [g.strip() for v in a.k or ["*"] for g in v.split(",") if g.strip()]
     names = [n for n in _suite().CASES if any(fnmatch.fnmatch(n, g) for g in globs)]
     levels = a.levels.split(",")
     print(
@@ -257,7 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("bundle")
     r.add_argument("model")
     m = sub.add_parser("bench", help="PyTorch eager vs each level, interleaved, one run")
-    m.add_argument("-k", default="*", help="torchvision cases matching these globs (a,b*)")
+    m.add_argument(
+        "-k",
+        action="append",
+        metavar="GLOB[,GLOB]",
+        help="only torchvision cases matching a glob; repeat -k or separate globs with commas "
+        "(-k resnet18,mobilenet_v2 -k 'vit*'); default every case",
+    )
     m.add_argument("--levels", default="x86-64,x86-64-v3")
     m.add_argument("--threads", type=int, default=1)
     m.add_argument("--reps", type=int, default=5)

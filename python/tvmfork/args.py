@@ -197,7 +197,12 @@ def parser() -> argparse.ArgumentParser:
         "installed once for both sides alike; repeat for more",
     )
     cf.add_argument(
-        "-k", action="append", default=[], metavar="GLOB", help="only cases matching a GLOB"
+        "-k",
+        action="append",
+        default=[],
+        metavar="GLOB[,GLOB]",
+        help="only cases matching a glob; repeat -k or separate globs with commas "
+        "(-k resnet18,mobilenet_v2 -k 'vit*')",
     )
     cf.add_argument(
         "--side",

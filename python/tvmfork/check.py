@@ -1,4 +1,7 @@
-"""`tvmfork check`: the series is sound before anything is built from it."""
+"""`tvmfork check`: the series is sound before anything is built from it.
+
+Its result is a list of problems: the errors of loading the lock, the series and the
+checkout are caught here and listed (errors.py), the rest is raised."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 from tvmfork import fixes
 from tvmfork import lock as lockmod
 from tvmfork import series as seriesmod
-from tvmfork.errors import PatchError, TvmforkError
+from tvmfork.errors import PatchError, ProcessError, SourceError
 from tvmfork.series import REQUIRED_TRAILERS, STATUS_RE, Patch, Series
 
 
@@ -133,7 +136,7 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
     try:
         lock = lockmod.load(patches_dir / seriesmod.LOCK)
         report.problems += lock.ffi_table_problems()
-    except TvmforkError as exc:
+    except PatchError as exc:  # an invalid lock is one of the problems listed
         report.problems.append(str(exc))
     try:
         series = seriesmod.load(patches_dir)
@@ -158,7 +161,7 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
     else:
         try:
             problems = standalone_problems(series, checkout)
-        except TvmforkError as exc:
+        except (SourceError, ProcessError) as exc:  # a checkout git cannot work in
             problems = [f"stage check: {exc}"]
         report.problems += problems
         if not problems:

@@ -1,7 +1,11 @@
 """The one error hierarchy of tvmfork.
 
 Every failure the user can act on is a `TvmforkError`; each class carries its own exit code,
-and the message says what to do next. Only `cli.main` catches these.
+and the message says what to do next. `cli.main` is the only place that catches TvmforkError
+itself (to print the message and exit with the code). Elsewhere a specific subclass is caught
+only where that error is the function's result, and the function says so: `check` turns
+errors into the problems it lists, `wheel.build.source_unavailable` gives the reason an `auto`
+build falls back to an overlay, `series.load_or_none` lets `export` rewrite a broken series.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tvmfork import git
 from tvmfork.checkout import BASE_REF, WORK_BRANCH, base_of, fetch_url
-from tvmfork.errors import SourceError
+from tvmfork.errors import PatchError, SourceError
 from tvmfork.lock import Lock
 from tvmfork.patchflow import AM_FLAGS, ExportPlan, format_commit, write_export
 from tvmfork.series import Patch, Series
@@ -97,6 +97,25 @@ def roll(series: Series, checkout: Path, rev: str, source: str | None) -> RollRe
         if not result.conflicts:
             result.head = wt.head()
     return result
+
+
+def describe(result: RollResult, count: int, rev: str) -> list[str]:
+    """What happened to each patch, conflicts with their files and hunks."""
+    lines = [f"rolling {count} patch(es) onto {rev} ({result.base[:12]}):"]
+    for row in result.rows:
+        lines.append(f"  {row.status:18} {row.patch}")
+        lines += [f"      conflict in {f}" for f in row.files]
+        lines += [f"      hunk {h}" for h in row.hunks]
+    return lines
+
+
+def refuse_conflicts(result: RollResult, rev: str) -> None:
+    if result.conflicts:
+        raise PatchError(
+            f"{len(result.conflicts)} patch(es) conflict with {rev}; patches/ and the lock are "
+            "unchanged. Resolve them in a checkout (tvmfork apply, git rebase --onto), then "
+            "tvmfork export"
+        )
 
 
 def write(result: RollResult, series: Series, checkout: Path, lock: Lock, rev: str) -> None:

@@ -169,3 +169,12 @@ def load(patches_dir: Path) -> Series:
 def unlisted(patches_dir: Path) -> list[str]:
     listed = set(read_order(patches_dir))
     return sorted(p.name for p in patches_dir.glob("*.patch") if p.name not in listed)
+
+
+def load_or_none(patches_dir: Path) -> Series | None:
+    """The series, or None where patches/ does not hold a valid one (a series being rewritten:
+    `export` then writes it afresh). The error is the result here, so it is caught here."""
+    try:
+        return load(patches_dir)
+    except PatchError:
+        return None

@@ -182,3 +182,28 @@ def load(
         settings.out_dir = root / settings.out_dir
     settings.validate()
     return settings
+
+
+def overrides_from(args: Any) -> dict[str, Any]:
+    """The settings a command line gives (the top layer): the options of `args` (an argparse
+    Namespace) that are set, nested as in tvmfork.local.toml."""
+    o: dict[str, Any] = {}
+    for key in ("checkout_dir", "source", "out_dir"):
+        if getattr(args, key, None):
+            o[key] = getattr(args, key)
+    subs = getattr(args, "submodule", None)
+    if subs:
+        o["submodules"] = {}
+        for item in subs:
+            path, sep, src = item.partition("=")
+            if not sep or not path or not src:
+                raise UsageError(f"--submodule takes PATH=SOURCE, not {item!r}")
+            o["submodules"][path.strip("/")] = src
+    for table, keys in (
+        ("wheel", ("mode", "variant", "python_only", "stock_wheel")),
+        ("build", ("jobs", "cuda_architectures", "llvm_config", "ccache")),
+    ):
+        values = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+        if values:
+            o[table] = values
+    return o

@@ -23,8 +23,8 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def pick(lock: Lock) -> WheelFile:
-    """The lock's wheel file that best fits this interpreter and platform."""
+def best_fit(lock: Lock) -> WheelFile | None:
+    """The lock's wheel file that best fits this interpreter and platform, if one does."""
     ranked = {str(t): i for i, t in enumerate(sys_tags())}
     best: tuple[int, WheelFile] | None = None
     for wf in lock.wheel_files:
@@ -32,10 +32,26 @@ def pick(lock: Lock) -> WheelFile:
         score = min((ranked[str(t)] for t in tags if str(t) in ranked), default=None)
         if score is not None and (best is None or score < best[0]):
             best = (score, wf)
-    if best is None:
+    return best[1] if best else None
+
+
+def pick(lock: Lock) -> WheelFile:
+    """The lock's wheel file that best fits this interpreter and platform."""
+    wf = best_fit(lock)
+    if wf is None:
         names = ", ".join(w.filename for w in lock.wheel_files)
         raise UsageError(f"none of the stock wheels in the lock fits this platform: {names}")
-    return best[1]
+    return wf
+
+
+def cached(lock: Lock, cache_dir: Path, local: Path | None = None) -> Path | None:
+    """The stock wheel already here (`local`, or the cache's), without downloading; None when
+    there is none (or none fits this platform)."""
+    if local:
+        return local
+    wf = best_fit(lock)
+    path = cache_dir / "wheels" / wf.filename if wf else None
+    return path if path is not None and path.is_file() else None
 
 
 def verify(path: Path, expected: WheelFile) -> None:

@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvmfork import proc
+from tvmfork import proc, ui
+from tvmfork.errors import UsageError, VerifyError
 from tvmfork.series import Series, classify
 
 
@@ -125,3 +126,38 @@ def summary(c: Comparison) -> str:
     lines.append(f"  REGRESSIONS (pass on stock, fail on the fork): {len(c.regressions)}")
     lines += [f"    {t}" for t in c.regressions]
     return "\n".join(lines)
+
+
+def files_to_run(series: Series, checkout: Path, only: list[str], also: list[str]) -> list[str]:
+    """The test files of the patches (all, or `only`), and `also`'s, in a checkout that carries
+    the series as patches/ has it."""
+    from tvmfork.patchflow import series_applied
+
+    if not series_applied(checkout, series):
+        raise UsageError(
+            f"{checkout} does not carry the series as it is in patches/; run "
+            "`tvmfork apply` (or `tvmfork export` if the checkout is newer)"
+        )
+    files = test_files(series, only or None)
+    for extra in also:
+        if not (checkout / extra).exists():
+            raise UsageError(f"--also {extra}: no such file or folder in {checkout}")
+        files.append(extra)
+    return files
+
+
+def run(stock: Path, fork: Path, checkout: Path, files: list[str]) -> Comparison:
+    """`files` on both sides; a VerifyError where a test fails on the fork and not on stock."""
+    with ui.step("upstream tests on stock"):
+        before = run_side(stock, checkout, files)
+    with ui.step("upstream tests on the fork"):
+        after = run_side(fork, checkout, files)
+    result = compare(before, after)
+    if not after:
+        raise VerifyError("the fork side produced no test results")
+    bad = result.regressions + result.new_failing
+    if bad:
+        raise VerifyError(
+            f"{summary(result)}\n{len(bad)} upstream test(s) fail on the fork and not on stock"
+        )
+    return result

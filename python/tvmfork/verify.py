@@ -141,7 +141,8 @@ def run_tests(
     """Run `tests` (pytest node ids) with `python`, reading each test's outcome."""
     with tempfile.TemporaryDirectory(prefix="tvmfork-verify-") as tmp:
         report = Path(tmp) / "junit.xml"
-        cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
+        cmd: list[str | Path] = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        cmd += [f"--junitxml={report}"]
         cmd += ["-o", "junit_family=xunit1", *tests]
         try:
             r = proc.run(cmd, cwd=repo_root, check=False, env=env, timeout=timeout)
@@ -227,6 +228,26 @@ def verify(
         rows.append(Row(p.name, tuple(tests), stock, fork))
         ui.note(f"    stock: {stock.word}   fork: {fork.word}")
     return rows
+
+
+def unproven(rows: list[Row], against: bool = False) -> list[Row]:
+    """The rows that prove nothing although both sides ran. Against another release, a patch
+    upstream made unnecessary (stock passes) is news, not a failure."""
+    bad = [r for r in rows if r.stock is not None and r.fork is not None and not r.ok]
+    if against:
+        bad = [r for r in bad if r.fork is not None and not r.fork.passed]
+    return bad
+
+
+def details(rows: list[Row]) -> str:
+    """Each row's two sides: outcome and the tail of pytest's output."""
+    out = []
+    for r in rows:
+        for side, o in (("stock", r.stock), ("the fork", r.fork)):
+            out.append(
+                f"\n--- {r.patch} on {side} ({o.word if o else '-'}):\n{o.tail if o else ''}"
+            )
+    return "\n".join(out)
 
 
 def table(rows: list[Row]) -> str:

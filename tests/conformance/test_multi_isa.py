@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmfork import settings
+from tvmfork import lock, settings, venvs
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.conformance
@@ -41,7 +41,8 @@ print(json.dumps({"auto": mi.load(out)[1], "levels": list(mi.levels_of(out)), "e
 
 def _fork_python() -> Path:
     subprocess.run([sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "envs"], check=True)
-    return settings.load(ROOT).cache_dir / "venvs/fork/bin/python"
+    pin = lock.load(ROOT / "patches" / "lock.toml")
+    return venvs.side_python(settings.load(ROOT), pin, "fork")
 
 
 def _host_has_v3() -> bool:

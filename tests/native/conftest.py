@@ -2,12 +2,14 @@
 
 Opt-in (`make test-native`): it needs `tvmfork checkout` and `make wheel MODE=source`
 (most of an hour cold). Whatever is missing turns into a skip that says what to run; a
-wheel built from another series than patches/ is a failure, not a skip.
+wheel built from another series than patches/ is a failure, not a skip. A run in which no
+test ran reads "native lane: NOT RUN" with the reasons and exits non-zero, so a green native
+lane always means tests ran; `--allow-not-run` (make test-native ALLOW_NOT_RUN=1) makes that
+exit 0, still saying NOT RUN.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,15 +35,44 @@ class Native:
     wheel: Path
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tvmfork native lane")
+    group.addoption(
+        "--native-variant",
+        default=None,
+        help="the source wheel's variant to test (cpu, cuda); default the settings' wheel.variant",
+    )
+    group.addoption(
+        "--allow-not-run",
+        action="store_true",
+        help="exit 0 when no test ran (the lane still reports NOT RUN)",
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    stats = reporter.stats if reporter is not None else {}
+    ran = sum(len(stats.get(k, [])) for k in ("passed", "failed", "error"))
+    if ran or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        return
+    reasons = sorted({str(r.longrepr[-1]) for r in stats.get("skipped", []) if r.longrepr})
+    lines = ["native lane: NOT RUN (no test ran)", *(f"  {r}" for r in reasons)]
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_line("\n".join(lines), red=True, bold=True)
+    if not session.config.getoption("allow_not_run"):
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+
+
 @pytest.fixture(autouse=True)
 def _mark_native(request: pytest.FixtureRequest) -> None:
     request.node.add_marker(pytest.mark.native)
 
 
 @pytest.fixture(scope="session")
-def native() -> Native:
+def native(pytestconfig: pytest.Config) -> Native:
     settings = settingsmod.load(REPO)
-    variant = os.environ.get("TVMFORK_NATIVE_VARIANT", settings.wheel.variant)
+    variant = pytestconfig.getoption("native_variant") or settings.wheel.variant
     lock = lockmod.load(REPO / "patches" / "lock.toml")
     series = seriesmod.load(REPO / "patches")
     checkout = settings.resolved_checkout()

@@ -53,10 +53,10 @@ def test_native_patches_are_reported_not_run() -> None:
 
 def test_info_describes_the_verified_venvs() -> None:
     """After verify, `tvmfork info` on its fork venv lists every patch, tvm-ffi in range."""
-    from tvmfork import settings
+    from tvmfork import lock, settings, venvs
 
-    venvs = settings.load(ROOT).cache_dir / "venvs"
-    fork_py, stock_py = venvs / "fork/bin/python", next(venvs.glob("stock-*/bin/python"))
+    s, pin = settings.load(ROOT), lock.load(ROOT / "patches" / seriesmod.LOCK)
+    fork_py, stock_py = venvs.side_python(s, pin, "fork"), venvs.side_python(s, pin, "stock")
     r = subprocess.run(
         [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "info", "--python", str(fork_py)],
         capture_output=True,

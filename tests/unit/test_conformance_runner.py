@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tvmfork.conformance.runner import CaseSpec, Worker
+from tvmfork import settings
+from tvmfork.conformance import report, spec
+from tvmfork.conformance.runner import CaseSpec, Result, Worker
 
 pytestmark = pytest.mark.unit
 
@@ -38,7 +40,7 @@ def worker(tmp_path: Path) -> Worker:
 
 
 def _case(name: str) -> CaseSpec:
-    return CaseSpec("s", name, {"name": name}, timeout=2.0)
+    return CaseSpec("s", name, spec.Spec(kind="torch", name=name), timeout=2.0)
 
 
 def test_hang_segfault_then_a_fresh_worker(worker: Worker) -> None:
@@ -66,7 +68,7 @@ def test_timing_settles_each_runtime_when_threads_compete(
     (the one before it may still hold the cores); with one, the calls simply alternate."""
     from tvmfork.conformance import worker as w
 
-    monkeypatch.setenv("TVMFORK_THREADS", threads)
+    monkeypatch.setenv(spec.THREADS_VAR, threads)
     order: list[str] = []
     fns = {"torch": lambda: order.append("torch"), "tvm": lambda: order.append("tvm")}
     times = w.interleaved(fns, reps=3, budget_s=60.0)
@@ -90,3 +92,37 @@ def test_an_export_error_names_torchs_reason() -> None:
     reason = w.export_reason(exc)
     assert reason.startswith("RuntimeError: Constraints violated (seq)!")
     assert "guard 7 <= seq" in reason and "The error above" not in reason
+
+
+def test_a_spec_round_trips_and_refuses_unknown_keys() -> None:
+    s = spec.Spec(kind="onnx", model="m.onnx", rtol=1e-4, reps=3, budget_s=2.0)
+    assert spec.Spec.from_json(s.to_json()) == s
+    assert spec.Spec(kind="torch").atol == spec.Spec(kind="onnx").atol  # one set of defaults
+    with pytest.raises(ValueError, match="unknown case spec key"):
+        spec.Spec.from_json({"kind": "onnx", "tolerance": 1})
+    with pytest.raises(ValueError, match="case kind"):
+        spec.Spec(kind="tflite")
+
+
+def test_a_result_round_trips_through_results_jsonl(tmp_path: Path) -> None:
+    r = Result(
+        "s", "c", "fork", "ok", "ok", "", {"tvm_ms": 1.25, "rel_err": 2e-7}, {"ort_error": "x"}
+    )
+    jsonl, _ = report.write([r], tmp_path)
+    (back,) = report.load(jsonl)
+    assert back == r
+    assert Result.from_json(r.to_json()) == r
+
+
+def test_the_worker_variables_are_not_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user who exports what the runner gives its workers (threads, target) still gets a
+    working tvmfork: those variables are outside the settings' TVMFORK_ prefix."""
+    for var in (spec.THREADS_VAR, spec.TARGET_VAR, spec.EXTRA_PATH_VAR):
+        assert not var.startswith(settings.ENV_PREFIX)
+        monkeypatch.setenv(var, "1")
+    assert settings.load(tmp_path).cache_dir  # no "unknown setting"
+    from tvmfork.conformance import worker as w
+
+    assert w.threads() == 1

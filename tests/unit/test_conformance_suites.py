@@ -21,9 +21,9 @@ def test_onnx_folder_cases_and_their_comparison(tmp_path: Path) -> None:
     (tmp_path / "withdata" / "model.onnx").write_bytes(b"")
     cases = {c.name: c for c in suites.onnx_dir(tmp_path, suites.Limits(), [])}
     assert sorted(cases) == ["plain", "withdata"]
-    assert cases["plain"].spec["data"] == "" and cases["plain"].spec["rel_max"] == 1e-3
-    assert cases["withdata"].spec["data"].endswith("test_data_set_0")
-    assert cases["withdata"].spec["rel_max"] == 0.0
+    assert cases["plain"].spec.data == "" and cases["plain"].spec.rel_max == 1e-3
+    assert cases["withdata"].spec.data.endswith("test_data_set_0")
+    assert cases["withdata"].spec.rel_max == 0.0
     assert all(c.suite == f"onnx:{tmp_path.name}" for c in cases.values())
     with pytest.raises(UsageError, match=r"no NAME\.onnx"):
         suites.onnx_dir(tmp_path / "withdata" / "test_data_set_0", suites.Limits(), [])
@@ -40,8 +40,8 @@ def test_hf_folder_is_checked_and_becomes_one_case(tmp_path: Path) -> None:
     (model / "model.safetensors").write_bytes(b"")
     case = suites.hf_model(suites.hf_dir(model), suites.Limits(reps=0))
     assert (case.suite, case.name) == ("hf", "my-llama")
-    assert case.spec["hf"] == str(model.resolve())
-    assert case.spec["module"] == str(suites.TRANSFORMERS) and case.spec["kind"] == "torch"
+    assert case.spec.hf == str(model.resolve())
+    assert case.spec.module == str(suites.TRANSFORMERS) and case.spec.kind == "torch"
 
 
 def test_transformers_suites_name_their_route(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,10 +66,10 @@ def test_transformers_suites_name_their_route(monkeypatch: pytest.MonkeyPatch) -
     finally:
         mod._worker_json = original  # type: ignore[assignment]
     assert [c.name for c in export] == names
-    assert {c.spec["route"] for c in export} == {"export"}
+    assert {c.spec.route for c in export} == {"export"}
     assert [c.name for c in onnx] == ["llama", "bert"]
-    assert {c.spec["route"] for c in onnx} == {"onnx"}
-    assert not any(c.spec["ort"] for c in onnx)  # ORT is the reference, not a timing anchor
+    assert {c.spec.route for c in onnx} == {"onnx"}
+    assert not any(c.spec.ort for c in onnx)  # ORT is the reference, not a timing anchor
 
 
 def test_a_suite_that_cannot_be_imported_is_a_usage_error(
@@ -86,3 +86,19 @@ def test_a_suite_that_cannot_be_imported_is_a_usage_error(
     module.write_text("import einops\n")
     with pytest.raises(UsageError, match=r"mine\.py: importing it failed: .*'einops'.*--with"):
         suites.torch_module("torch:mine", module, Path("py"), suites.Limits())
+
+
+def test_one_rule_for_k_globs_and_unknown_suites() -> None:
+    """-k repeats and takes comma-separated globs (as scripts/multi_isa.py's -k); an unknown
+    suite is a usage error before anything is built."""
+    assert suites.globs(["resnet18,mobilenet_v2", " vit* ", ""]) == [
+        "resnet18",
+        "mobilenet_v2",
+        "vit*",
+    ]
+    assert suites._pick(["resnet18", "vit_b_16", "alexnet"], suites.globs(["resnet18,vit*"])) == [
+        "resnet18",
+        "vit_b_16",
+    ]
+    with pytest.raises(UsageError, match="unknown suite 'torchvison'"):
+        suites.check_names(["torchvision", "torchvison"])

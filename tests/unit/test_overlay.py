@@ -18,7 +18,7 @@ from tvmfork import stock
 from tvmfork.errors import IntegrityError, UsageError
 from tvmfork.wheel import overlay
 
-from .conftest import PY_FILE, Fork
+from .conftest import PY_FILE, Fork, make_stock_wheel
 
 pytestmark = pytest.mark.unit
 
@@ -104,3 +104,48 @@ def test_cli_wheel_auto_says_what_it_left_out(
     assert "LEFT OUT (1, native): native-fix.patch" in out.out
     assert "WITHOUT the native patch(es): native-fix.patch" in out.err
     assert py_fork.run("wheel", "--mode", "overlay") == 2  # no --python-only: refused
+
+
+def test_applicable_keeps_the_patches_that_apply_in_order(py_fork: Fork) -> None:
+    """`overlay.applicable` (verify --against, and check's overlay check): each Python patch that
+    applies after those before it; native ones and ones that do not apply, with the reason."""
+    py_fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
+    assert py_fork.run("export") == 0
+    series = seriesmod.load(py_fork.root / "patches")
+    chosen, left_out = overlay.applicable(series, py_fork.wheel)
+    assert [p.name for p in chosen] == ["fix-op3.patch", "add-module.patch"]
+    assert left_out == {"native-fix.patch": "native patch: needs a source build"}
+    other = make_stock_wheel(py_fork.root / "other", body="def op3(x):\n    return x * 3\n")
+    chosen, left_out = overlay.applicable(series, other)
+    assert [p.name for p in chosen] == ["add-module.patch"]
+    assert "does not apply to" in left_out["fix-op3.patch"]
+
+
+def test_wheel_build_auto_falls_back_to_an_overlay_saying_why(
+    py_fork: Fork, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """wheel.build.build, mode auto, native patch, no toolchain for a source build: an overlay
+    without the native patch, and the reason on stderr."""
+    from tvmfork import settings
+    from tvmfork.wheel import build
+
+    py_fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
+    assert py_fork.run("export") == 0
+    s = settings.load(py_fork.root, overrides={"out_dir": str(py_fork.root / "out")})
+    lock = lockmod.load(py_fork.root / "patches/lock.toml")
+    series = seriesmod.load(py_fork.root / "patches")
+    reason = build.source_unavailable(s, lock, series, py_fork.root)
+    assert reason  # the fake checkout has no variant file or toolchain to build TVM
+    lines = build.build(s, lock, series, py_fork.root)
+    assert lines[-1] == "  LEFT OUT (1, native): native-fix.patch"
+    assert reason in capsys.readouterr().err
+
+
+def test_cached_stock_wheel_is_found_without_a_download(py_fork: Fork, tmp_path: Path) -> None:
+    lock = lockmod.load(py_fork.root / "patches/lock.toml")
+    cache = tmp_path / "a-cache"
+    assert stock.cached(lock, cache, py_fork.wheel) == py_fork.wheel  # a local wheel
+    assert stock.cached(lock, cache) is None  # nothing in this cache
+    (cache / "wheels").mkdir(parents=True)
+    (cache / "wheels" / py_fork.wheel.name).write_bytes(py_fork.wheel.read_bytes())
+    assert stock.cached(lock, cache) == cache / "wheels" / py_fork.wheel.name

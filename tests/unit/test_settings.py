@@ -41,3 +41,21 @@ def test_bad_value(tmp_path: Path) -> None:
         settings.load(tmp_path, environ={"TVMFORK_WHEEL__MODE": "fast"})
     with pytest.raises(UsageError, match="true or false"):
         settings.load(tmp_path, environ={"TVMFORK_WHEEL__PYTHON_ONLY": "maybe"})
+
+
+def test_overrides_from_a_command_line() -> None:
+    """settings.overrides_from: the options set, nested as in tvmfork.local.toml."""
+    import argparse
+
+    args = argparse.Namespace(
+        out_dir="o", source=None, submodule=["3rdparty/tvm-ffi/=/m/ffi"], mode="overlay",
+        python_only=True, jobs=None, ccache=False,
+    )  # fmt: skip
+    assert settings.overrides_from(args) == {
+        "out_dir": "o",
+        "submodules": {"3rdparty/tvm-ffi": "/m/ffi"},
+        "wheel": {"mode": "overlay", "python_only": True},
+        "build": {"ccache": False},
+    }
+    with pytest.raises(UsageError, match="PATH=SOURCE"):
+        settings.overrides_from(argparse.Namespace(submodule=["nosep"]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tvmfork import ui
-from tvmfork.conformance import report, suites
+from tvmfork.conformance import report, spec
 from tvmfork.conformance.runner import CaseSpec, Result, run_cases
 
 
@@ -38,9 +38,9 @@ def run(
         flag = f"  {row.verdict}" if row.verdict else ""
         ui.note(f"[{i + 1}/{len(cases)}] {case.suite}/{case.name}: {' | '.join(parts)}{flag}")
 
-    env = {"TVMFORK_TARGET": target, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {spec.TARGET_VAR: target, "PYTHONDONTWRITEBYTECODE": "1"}
     if threads:
-        env.update(TVMFORK_THREADS=str(threads), TVM_NUM_THREADS=str(threads))
+        env.update({spec.THREADS_VAR: str(threads), "TVM_NUM_THREADS": str(threads)})
     if path is not None:
-        env[suites.EXTRA_PATH] = str(path)
+        env[spec.EXTRA_PATH_VAR] = str(path)
     return run_cases(cases, sides, out, env, progress, parallel=parallel)

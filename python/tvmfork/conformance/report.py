@@ -234,15 +234,4 @@ def write(results: list[Result], out_dir: Path, context: str = "") -> tuple[Path
 
 
 def load(jsonl: Path) -> list[Result]:
-    results = []
-    for line in jsonl.read_text().splitlines():
-        d = json.loads(line)
-        keys = ("suite", "case", "side", "status", "stage", "error")
-        times = {k: float(v) for k, v in d.items() if k not in keys and not k.endswith("_error")}
-        notes = {k: v for k, v in d.items() if k not in keys and k.endswith("_error")}
-        results.append(
-            Result(
-                d["suite"], d["case"], d["side"], d["status"], d["stage"], d["error"], times, notes
-            )
-        )
-    return results
+    return [Result.from_json(json.loads(line)) for line in jsonl.read_text().splitlines()]

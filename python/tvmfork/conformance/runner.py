@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from tvmfork.conformance.spec import Spec
 from tvmfork.errors import ProcessError
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -35,7 +36,7 @@ class CaseSpec:
 
     suite: str
     name: str
-    spec: dict[str, Any]
+    spec: Spec
     timeout: float
     skip: str = ""
 
@@ -58,7 +59,11 @@ class Result:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    KEYS = ("suite", "case", "side", "status", "stage", "error")
+
     def to_json(self) -> dict[str, Any]:
+        """One flat record (a line of results.jsonl): the fixed keys, then each time (a
+        number) and each note (a string)."""
         return {
             "suite": self.suite,
             "case": self.case,
@@ -70,6 +75,19 @@ class Result:
             **{k: float(f"{v:.4g}") for k, v in self.times.items()},
             **self.notes,
         }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Result:
+        """The inverse of `to_json`: numbers are times, other strings notes."""
+        rest = {k: v for k, v in d.items() if k not in cls.KEYS}
+        times = {
+            k: float(v)
+            for k, v in rest.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        notes = {k: str(v) for k, v in rest.items() if k not in times}
+        suite, case, side, status, stage, error = (str(d.get(k, "")) for k in cls.KEYS)
+        return cls(suite, case, side, status, stage, error, times, notes)
 
 
 class Worker:
@@ -163,7 +181,7 @@ class Worker:
         assert self.proc is not None and self.proc.stdin is not None
         since = self.log_path.stat().st_size
         try:
-            self.proc.stdin.write((json.dumps(case.spec) + "\n").encode())
+            self.proc.stdin.write((json.dumps(case.spec.to_json()) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died: read_line sees EOF
@@ -188,19 +206,8 @@ class Worker:
             if "stage" in msg:
                 stage = msg["stage"]
             elif "result" in msg:
-                r = msg["result"]
-                times = {k: float(v) for k, v in r.items() if isinstance(v, (int, float))}
-                notes = {k: v for k, v in r.items() if k.endswith("_error") and k != "error"}
-                return Result(
-                    case.suite,
-                    case.name,
-                    self.side,
-                    r["status"],
-                    r["stage"],
-                    r["error"],
-                    times,
-                    notes,
-                )
+                record = {**msg["result"], "suite": case.suite, "case": case.name}
+                return Result.from_json({**record, "side": self.side})
 
 
 def _died(code: int | None, last: str) -> str:

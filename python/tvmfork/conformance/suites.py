@@ -29,6 +29,7 @@ from typing import Any
 
 from tvmfork import proc, ui
 from tvmfork.conformance.runner import WORKER, CaseSpec
+from tvmfork.conformance.spec import EXTRA_PATH_VAR, Spec
 from tvmfork.errors import ProcessError, UsageError
 
 TORCHVISION = Path(__file__).with_name("torchvision_models.py")
@@ -100,16 +101,26 @@ class Limits:
     ort: bool = False  # also time ONNX Runtime on each torch model (exported to ONNX)
 
 
+def globs(values: list[str]) -> list[str]:
+    """The globs of `-k` values: each value a glob or a comma-separated list of them (the rule
+    `tvmfork conformance -k` and scripts/multi_isa.py share)."""
+    return [g.strip() for v in values for g in v.split(",") if g.strip()]
+
+
+def check_names(names: list[str]) -> None:
+    """Every name is a suite: a usage error before anything is built."""
+    for name in names:
+        if name not in SUITES:
+            raise UsageError(f"unknown suite {name!r}; the suites: {', '.join(SUITES)}")
+
+
 def _pick(names: list[str], *groups: list[str]) -> list[str]:
     """The names that match a pattern of every (non-empty) group."""
     return [n for n in names if all(any(fnmatch.fnmatchcase(n, p) for p in g) for g in groups if g)]
 
 
-EXTRA_PATH = "TVMFORK_EXTRA_PATH"  # the worker's variable for the packages of `--with`
-
-
 def _worker_json(python: Path, *args: str | Path, extra: Path | None = None) -> dict[str, Any]:
-    env = {EXTRA_PATH: str(extra)} if extra is not None else None
+    env = {EXTRA_PATH_VAR: str(extra)} if extra is not None else None
     out = proc.run([python, WORKER, *args], env=env).stdout
     for line in reversed(out.splitlines()):
         if line.startswith("{"):
@@ -145,16 +156,16 @@ def torch_module(
         CaseSpec(
             suite,
             name,
-            {
-                "kind": "torch",
-                "route": route,
-                "module": str(module),
-                "name": name,
-                "reps": limits.reps,
-                "budget_s": limits.budget_s,
-                "ort": limits.ort and limits.reps > 0 and route == "export",
-                "rel_max": 1e-3,
-            },
+            Spec(
+                kind="torch",
+                route=route,
+                module=str(module),
+                name=name,
+                reps=limits.reps,
+                budget_s=limits.budget_s,
+                ort=limits.ort and limits.reps > 0 and route == "export",
+                rel_max=1e-3,
+            ),
             limits.model_timeout,
         )
         for name in _pick(names, *patterns)
@@ -176,13 +187,13 @@ def onnx_node(cache: Path, python: Path, limits: Limits, *patterns: list[str]) -
         CaseSpec(
             "onnx-node",
             e["name"],
-            {
-                "kind": "onnx",
-                "model": e.get("model", ""),
-                "data": e.get("data", ""),
-                "rtol": e["rtol"],
-                "atol": e["atol"],
-            },
+            Spec(
+                kind="onnx",
+                model=e.get("model", ""),
+                data=e.get("data", ""),
+                rtol=e["rtol"],
+                atol=e["atol"],
+            ),
             limits.node_timeout,
             e.get("skip", ""),
         )
@@ -207,21 +218,19 @@ def onnx_dir(path: Path, limits: Limits, patterns: list[str]) -> list[CaseSpec]:
         model = models[name]
         data = model.parent / "test_data_set_0" if model.name == "model.onnx" else None
         has_data = data is not None and data.is_dir()
-        spec = {
-            "kind": "onnx",
-            "model": str(model.resolve()),
-            "data": str(data.resolve()) if data is not None and has_data else "",
-            "ort": True,
-            "rtol": 1e-3,
-            "atol": 1e-5,
+        spec = Spec(
+            kind="onnx",
+            model=str(model.resolve()),
+            data=str(data.resolve()) if data is not None and has_data else "",
+            ort=True,
             # ONNX Runtime on random inputs as the reference: as for the torch models, the
             # largest error relative to the largest value (a model with random weights spans
             # magnitudes where an element-wise rtol fails on near-zero sums, ORT against itself
             # in another order too)
-            "rel_max": 0.0 if has_data else 1e-3,
-            "reps": limits.reps,
-            "budget_s": limits.budget_s,
-        }
+            rel_max=0.0 if has_data else 1e-3,
+            reps=limits.reps,
+            budget_s=limits.budget_s,
+        )
         cases.append(CaseSpec(f"onnx:{path.name}", name, spec, limits.model_timeout))
     return cases
 
@@ -237,17 +246,17 @@ def hf_dir(path: Path) -> Path:
 
 def hf_model(path: Path, limits: Limits) -> CaseSpec:
     """A user's HuggingFace model folder as a case of the transformers suite's kind."""
-    spec = {
-        "kind": "torch",
-        "route": "export",
-        "module": str(TRANSFORMERS),
-        "name": path.name,
-        "hf": str(path),
-        "reps": limits.reps,
-        "budget_s": limits.budget_s,
-        "ort": limits.ort and limits.reps > 0,
-        "rel_max": 1e-3,
-    }
+    spec = Spec(
+        kind="torch",
+        route="export",
+        module=str(TRANSFORMERS),
+        name=path.name,
+        hf=str(path),
+        reps=limits.reps,
+        budget_s=limits.budget_s,
+        ort=limits.ort and limits.reps > 0,
+        rel_max=1e-3,
+    )
     return CaseSpec("hf", path.name, spec, limits.model_timeout)
 
 
@@ -263,7 +272,9 @@ def collect(
     hf_dirs: list[Path] | None = None,
     extra: Path | None = None,
 ) -> list[CaseSpec]:
-    """The cases of the named suites and the user's own, filtered by `patterns`."""
+    """The cases of the named suites and the user's own, filtered by `patterns` (globs: see
+    `globs`)."""
+    check_names(names)
     cases: list[CaseSpec] = []
     for name in names:
         if name == "torchvision":
@@ -290,8 +301,6 @@ def collect(
                 patterns,
                 route="onnx",
             )
-        else:
-            raise UsageError(f"unknown suite {name!r}; the suites: {', '.join(SUITES)}")
     for p in onnx_paths:
         cases += onnx_dir(p, limits, patterns)
     for m in torch_modules:

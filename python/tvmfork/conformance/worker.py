@@ -28,6 +28,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+try:  # imported as part of tvmfork (unit tests)
+    from tvmfork.conformance.spec import EXTRA_PATH_VAR, TARGET_VAR, THREADS_VAR, Spec
+except ImportError:  # run as a script inside a TVM venv, beside spec.py
+    from spec import EXTRA_PATH_VAR, TARGET_VAR, THREADS_VAR, Spec  # type: ignore[no-redef,import-not-found]
+
 PROTO = sys.stdout
 
 
@@ -41,7 +46,7 @@ class CaseFailed(Exception):
 
 
 class Case:
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.stage = "load"
         self.times: dict[str, float] = {}
@@ -210,12 +215,12 @@ def run_torch(case: Case, target: str) -> None:
     torchvision_shim.load()  # before a suite imports transformers, which imports torchvision
     spec = case.spec
     torch.manual_seed(0)
-    suite = suite_module(spec["module"])
-    made = suite.from_pretrained(spec["hf"]) if spec.get("hf") else suite.CASES[spec["name"]]()
+    suite = suite_module(spec.module)
+    made = suite.from_pretrained(spec.hf) if spec.hf else suite.CASES[spec.name]()
     model, inputs, dynamic = (*made, None) if len(made) == 2 else made
     model = model.eval()
     inputs = tuple(inputs)
-    if spec.get("route") == "onnx":
+    if spec.route == "onnx":
         run_torch_onnx(case, target, model, inputs)
         return
     with torch.no_grad():
@@ -238,21 +243,21 @@ def run_torch(case: Case, target: str) -> None:
     got = leaves(vm["main"](*args))
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
     case.enter("numerics")
-    problem, case.info["rel_err"] = compare(got, want, 0, 0, spec.get("rel_max", 1e-3))
+    problem, case.info["rel_err"] = compare(got, want, 0, 0, spec.rel_max)
     if problem:
         raise CaseFailed(problem)
-    if spec.get("reps", 0):
+    if spec.reps:
 
         def eager() -> None:
             with torch.no_grad():
                 model(*inputs)
 
         fns = {"torch": eager, "tvm": lambda: vm["main"](*args)}
-        if spec.get("ort"):
+        if spec.ort:
             ort_fn = ort_of_torch(case, model, inputs, want)
             if ort_fn is not None:
                 fns["ort"] = ort_fn
-        case.times.update(interleaved(fns, spec["reps"], spec["budget_s"]))
+        case.times.update(interleaved(fns, spec.reps, spec.budget_s))
 
 
 def dynamic_shapes(model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]) -> Any:
@@ -304,26 +309,26 @@ def run_dynamic(
         tvm_args = [tvm.runtime.tensor(x.detach().numpy()) for x in args]
         got = leaves(vm["main"](*tvm_args))
         case.enter("numerics")
-        problem, rel = compare(got, want, 0, 0, case.spec.get("rel_max", 1e-3))
+        problem, rel = compare(got, want, 0, 0, case.spec.rel_max)
         worst = max(worst, rel)
         if problem:
             raise CaseFailed(f"size {size}: {problem}")
-        if case.spec.get("reps", 0):
+        if case.spec.reps:
 
             def eager(args: tuple[Any, ...] = args) -> None:
                 with torch.no_grad():
                     model(*args)
 
             fns = {"torch": eager, "tvm": lambda a=tvm_args: vm["main"](*a)}
-            times = interleaved(fns, case.spec["reps"], case.spec["budget_s"])
+            times = interleaved(fns, case.spec.reps, case.spec.budget_s)
             case.times.update({f"{k}@{size}": v for k, v in times.items()})
     case.info["rel_err"] = worst
 
 
 def threads() -> int | None:
-    """The thread count asked for (TVMFORK_THREADS), for PyTorch and ONNX Runtime; TVM's pool
-    reads TVM_NUM_THREADS, which the runner sets alongside."""
-    n = os.environ.get("TVMFORK_THREADS")
+    """The thread count asked for (CONFORMANCE_THREADS), for PyTorch and ONNX Runtime; TVM's
+    pool reads TVM_NUM_THREADS, which the runner sets alongside."""
+    n = os.environ.get(THREADS_VAR)
     return int(n) if n else None
 
 
@@ -351,7 +356,7 @@ def ort_of_torch(case: Case, model: Any, inputs: tuple[Any, ...], want: list[Any
             torch.onnx.export(model, inputs, dynamo=True).save(path)
             sess = ort_session(path)
         feed = {i.name: x.detach().numpy() for i, x in zip(sess.get_inputs(), inputs, strict=True)}
-        problem, _ = compare(sess.run(None, feed), want, 0, 0, case.spec.get("rel_max", 1e-3))
+        problem, _ = compare(sess.run(None, feed), want, 0, 0, case.spec.rel_max)
         if problem:
             raise CaseFailed(f"ONNX Runtime's result differs from PyTorch's: {problem}")
     except Exception as exc:  # any failure drops the anchor only
@@ -403,8 +408,8 @@ def run_onnx(case: Case, target: str) -> None:
     import onnx
 
     spec = case.spec
-    model = onnx.load(spec["model"])
-    data = Path(spec["data"]) if spec.get("data") else None
+    model = onnx.load(spec.model)
+    data = Path(spec.data) if spec.data else None
     names = [vi.name for vi in onnx_inputs(model)]
     want: list[Any] | None = None
     if data is not None:
@@ -413,7 +418,7 @@ def run_onnx(case: Case, target: str) -> None:
         want = [read_pb(data / f"output_{i}.pb") for i in range(n_out)]
     else:
         inputs = random_inputs(model)
-    sess = ort_session(spec["model"]) if spec.get("ort") else None
+    sess = ort_session(spec.model) if spec.ort else None
     if sess is not None and want is None:
         want = sess.run(None, dict(zip(names, inputs, strict=True)))
     if want is None:
@@ -442,7 +447,7 @@ def run_torch_onnx(case: Case, target: str, model: Any, inputs: tuple[Any, ...])
     arrays = [x.detach().numpy() for x in inputs]
     names = [vi.name for vi in onnx_inputs(onnx_model)]
     want = sess.run(None, dict(zip(names, arrays, strict=True)))
-    problem, _ = compare(want, torch_out, 0, 0, case.spec.get("rel_max", 1e-3))
+    problem, _ = compare(want, torch_out, 0, 0, case.spec.rel_max)
     case.info["ort_vs_torch"] = problem or "agrees"
     check_onnx(case, target, onnx_model, arrays, want, sess)
 
@@ -469,30 +474,28 @@ def check_onnx(
     got = leaves(vm["main"](*args))
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
     case.enter("numerics")
-    problem, rel = compare(
-        got, want, spec.get("rtol", 1e-3), spec.get("atol", 1e-7), spec.get("rel_max", 0)
-    )
-    if spec.get("rel_max", 0):
+    problem, rel = compare(got, want, spec.rtol, spec.atol, spec.rel_max)
+    if spec.rel_max:
         case.info["rel_err"] = rel
     if problem:
         raise CaseFailed(problem)
-    if spec.get("reps", 0):
+    if spec.reps:
         fns = {"tvm": lambda: vm["main"](*args)}
         if sess is not None:
             feed = dict(zip(names, inputs, strict=True))
             fns["ort"] = lambda: sess.run(None, feed)
-        case.times.update(interleaved(fns, spec["reps"], spec["budget_s"]))
+        case.times.update(interleaved(fns, spec.reps, spec.budget_s))
 
 
 # --- the loop -------------------------------------------------------------------------------
 
 
-def run_case(spec: dict[str, Any], target: str) -> dict[str, Any]:
+def run_case(spec: Spec, target: str) -> dict[str, Any]:
     case = Case(spec)
     status, error = "ok", ""
     send({"stage": "load"})
     try:
-        (run_torch if spec["kind"] == "torch" else run_onnx)(case, target)
+        (run_torch if spec.kind == "torch" else run_onnx)(case, target)
     except CaseFailed as exc:
         status, error = ("wrong" if case.stage == "numerics" else "error"), str(exc)
     except Exception as exc:
@@ -503,7 +506,7 @@ def run_case(spec: dict[str, Any], target: str) -> dict[str, Any]:
 
 
 def serve() -> int:
-    target = os.environ.get("TVMFORK_TARGET", "llvm")
+    target = os.environ.get(TARGET_VAR, "llvm")
     import tvm
 
     if threads():
@@ -514,8 +517,7 @@ def serve() -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
-        spec = json.loads(line)
-        send({"result": run_case(spec, target)})
+        send({"result": run_case(Spec.from_json(json.loads(line)), target)})
         sys.stderr.flush()
     return 0
 
@@ -582,7 +584,7 @@ def main(argv: list[str]) -> int:
     PROTO = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    extra = os.environ.get("TVMFORK_EXTRA_PATH")
+    extra = os.environ.get(EXTRA_PATH_VAR)
     if extra:  # the packages of `--with`, after the venv's own
         sys.path.append(extra)
     if argv[:1] == ["gen-onnx-node"]:

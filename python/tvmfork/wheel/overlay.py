@@ -64,6 +64,24 @@ def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, byt
         return out
 
 
+def applicable(series: Series, wheel: Path) -> tuple[list[Patch], dict[str, str]]:
+    """The Python patches of `series` that apply, in order, to `wheel` (another release's, or
+    the stock one); and why each other patch is left out."""
+    chosen: list[Patch] = []
+    left_out: dict[str, str] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        for p in series.patches:
+            if p.native:
+                left_out[p.name] = "native patch: needs a source build"
+                continue
+            try:
+                patched_files(zf, [*chosen, p])
+                chosen.append(p)
+            except PatchError:
+                left_out[p.name] = f"does not apply to {wheel.name}: rebase it (tvmfork roll)"
+    return chosen, left_out
+
+
 @dataclass(frozen=True)
 class OverlayResult:
     path: Path

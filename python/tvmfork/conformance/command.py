@@ -1,0 +1,93 @@
+"""`tvmfork conformance` from its options: check them, make both sides' venvs, collect the
+cases, run them, write the report. `cli.cmd_conformance` prints what this returns."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tvmfork import conformance, ui, venvs
+from tvmfork.conformance import report, suites
+from tvmfork.conformance.runner import Result
+from tvmfork.errors import UsageError
+from tvmfork.lock import Lock
+from tvmfork.series import Series
+from tvmfork.settings import Settings
+
+
+@dataclass
+class Outcome:
+    lines: list[str]
+    regressions: list[report.Row]
+
+
+def check_options(a: argparse.Namespace) -> list[str]:
+    """The suites to run; a usage error for a bad option, before anything is built."""
+    if a.threads is not None and a.threads < 1:
+        raise UsageError(f"--threads {a.threads}: give a count of 1 or more")
+    if a.report and (Path(a.report).suffix in (".md", ".jsonl") or Path(a.report).is_file()):
+        folder = Path(a.report).parent
+        raise UsageError(
+            f"--report {a.report}: give a folder (report.md and results.jsonl go in it), "
+            f"e.g. --report {folder}"
+        )
+    names: list[str] = a.suites or ([] if a.onnx or a.torch_module or a.hf else ["ci"])
+    suites.check_names(names)
+    return names
+
+
+def run(
+    a: argparse.Namespace, settings: Settings, lock: Lock, series: Series, root: Path
+) -> Outcome:
+    names = check_options(a)
+    extra_reqs = venvs.with_packages(a.with_pkgs)
+    hf_dirs = [suites.hf_dir(Path(d)) for d in a.hf]
+    sides = venvs.test_sides(settings, lock, series, root, stock_ffi=a.stock_ffi)
+    extra_path = None
+    if extra_reqs:
+        with ui.step(f"packages for both sides: {' '.join(extra_reqs)}"):
+            deps = venvs.deps_venv(settings, root)[0]
+            extra_path = venvs.extras(
+                settings.cache_dir / "venvs", deps, extra_reqs, python=settings.python
+            )
+    limits = suites.Limits(reps=0 if a.no_bench else a.reps, ort=a.ort)
+    if a.timeout:
+        limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
+    with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
+        cases = suites.collect(
+            names,
+            python=sides.stock,
+            cache=settings.cache_dir / "conformance",
+            limits=limits,
+            patterns=suites.globs(a.k),
+            onnx_paths=[Path(p) for p in a.onnx],
+            torch_modules=[Path(m) for m in a.torch_module],
+            hf_dirs=hf_dirs,
+            extra=extra_path,
+        )
+    if not cases:
+        raise UsageError("no case matches: check the suite names and -k patterns")
+    pythons = {"stock": sides.stock, "fork": sides.fork}
+    if a.side != "both":
+        pythons = {a.side: pythons[a.side]}
+    out = Path(a.report).resolve() if a.report else settings.out_dir / "conformance"
+    start = time.monotonic()
+    results: list[Result] = conformance.run(
+        cases, pythons, out, a.target, parallel=a.side_jobs > 1, threads=a.threads, path=extra_path
+    )
+    context = f"target {a.target}, threads {a.threads or 'default'}"
+    if extra_reqs:
+        context += f", with {' '.join(extra_reqs)}"
+    if a.side_jobs > 1:
+        context += ", both sides at once: timings compete"
+    jsonl, md = report.write(results, out, context)
+    lines = [*report.summary(results), *report.speed_table(results, context)]
+    lines.append(f"report: {md}\nresults: {jsonl}\n({time.monotonic() - start:.0f} s)")
+    bad = report.regressions(results)
+    for r in bad:
+        assert r.stock is not None and r.fork is not None
+        lines.append(f"REGRESSION {r.suite}/{r.case}: fork {report.word(r.fork)}: {r.fork.error}")
+    return Outcome(lines, bad)

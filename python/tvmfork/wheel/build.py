@@ -1,0 +1,83 @@
+"""`tvmfork wheel`: which wheel to build (mode auto, overlay or source), and building it.
+
+`auto` builds from source when the series has native patches and a source build can run
+here (a checkout, the toolchain); otherwise an overlay of the stock wheel, saying which native
+patches it leaves out and why. The functions return the lines the command prints.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tvmfork import stock, ui
+from tvmfork.errors import SourceError, ToolchainError, UsageError
+from tvmfork.lock import Lock
+from tvmfork.series import Series
+from tvmfork.settings import Settings
+from tvmfork.wheel import overlay, source
+
+
+def overlay_wheel(
+    settings: Settings, lock: Lock, series: Series, python_only: bool
+) -> overlay.OverlayResult:
+    """The overlay wheel of `series` on the lock's stock wheel (fetched and verified)."""
+    path, _ = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
+    with ui.step(f"overlay wheel from {path.name}"):
+        return overlay.build(lock, series, path, settings.out_dir, python_only)
+
+
+def source_unavailable(settings: Settings, lock: Lock, series: Series, root: Path) -> str | None:
+    """Why a source build cannot run here (no checkout, no variant, a missing tool), or None.
+    The preflight's error is this function's result, so it is caught here."""
+    try:
+        source.SourceBuild(settings, lock, series, root).preflight()
+    except (SourceError, ToolchainError, UsageError) as exc:
+        return str(exc)
+    return None
+
+
+def _source(settings: Settings, lock: Lock, series: Series, root: Path) -> list[str]:
+    res = source.SourceBuild(settings, lock, series, root).run()
+    size = res.path.stat().st_size / 1e6
+    return [
+        f"built {res.path} ({size:.1f} MB) in {res.seconds['total']:.0f} s",
+        f"  version {res.version}; mode source; variant {res.variant}",
+        f"  included ({len(series.patches)}): all patches, native ones too",
+        *source.describe(res),
+    ]
+
+
+def build(settings: Settings, lock: Lock, series: Series, root: Path) -> list[str]:
+    """Build the wheel `settings.wheel` asks for; the summary to print."""
+    ws = settings.wheel
+    if ws.mode == "source":
+        return _source(settings, lock, series, root)
+    native = [p.name for p in series.patches if p.native]
+    python_only = ws.python_only
+    if ws.mode == "auto" and native and not python_only:
+        why_not = source_unavailable(settings, lock, series, root)
+        if why_not is None:
+            ui.note(f"auto: the series has {len(native)} native patch(es): building from source")
+            return _source(settings, lock, series, root)
+        ui.note(
+            f"auto: cannot build from source ({why_not}), so this is an overlay wheel "
+            f"WITHOUT the native patch(es): {', '.join(native)}"
+        )
+        python_only = True
+    if ws.variant != "cpu":
+        ui.note(
+            f"note: an overlay wheel keeps the stock wheel's binaries (CUDA-enabled); "
+            f"variant {ws.variant!r} only selects source builds"
+        )
+    start = time.monotonic()
+    res = overlay_wheel(settings, lock, series, python_only)
+    size = res.path.stat().st_size / 1e6
+    lines = [
+        f"built {res.path} ({size:.1f} MB) in {time.monotonic() - start:.1f} s",
+        f"  version {res.version}; mode overlay",
+        f"  included ({len(res.included)}): {', '.join(res.included) or 'none'}",
+    ]
+    if res.left_out:
+        lines.append(f"  LEFT OUT ({len(res.left_out)}, native): {', '.join(res.left_out)}")
+    return lines
