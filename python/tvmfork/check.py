@@ -169,7 +169,7 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
                 f"each of the {len(series.patches)} patch(es) applies on the pin after its "
                 f"Depends-On patches alone (checkout {checkout})"
             )
-    python_patches = [p for p in series.patches if not p.native]
+    python_patches = [p for p in series.patches if not series.needs_build(p)]
     if stock_wheel is None:
         report.notes.append(
             "overlay check not run: the stock wheel is not in the cache "

@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tvmfork import lock as lockmod
 from tvmfork import series as seriesmod
 from tvmfork import settings
 from tvmfork.errors import SourceError, UsageError
+
+if TYPE_CHECKING:
+    from tvmfork import sides
 
 
 def find_root(start: Path) -> Path:
@@ -64,12 +67,12 @@ def require_checkout(ctx: Ctx) -> Path:
     return path
 
 
-def test_sides(ctx: Ctx, series: seriesmod.Series) -> Any:
-    from tvmfork import venvs
+def test_sides(ctx: Ctx, series: seriesmod.Series) -> sides.Sides:
+    from tvmfork import sides  # imports the wheel builders: only for the commands that test
 
     a = ctx.args
     wheel = Path(a.wheel).resolve() if getattr(a, "wheel", None) else None
-    return venvs.test_sides(
+    return sides.test_sides(
         ctx.settings,
         ctx.lock(),
         series,

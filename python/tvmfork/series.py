@@ -147,6 +147,30 @@ class Series:
         known = "\n  ".join(p.name.removesuffix(".patch") for p in self.patches)
         raise PatchError(f"no patch named {name!r} in {self.dir / SERIES}; the patches:\n  {known}")
 
+    def dependencies(self, patch: Patch) -> list[Patch]:
+        """The patch's `Depends-On:` patches, transitively, in series order."""
+        wanted: set[str] = set()
+        todo = [patch]
+        while todo:
+            for dep in todo.pop().trailers.get("Depends-On", []):
+                dep_patch = self.get(dep)
+                if dep_patch.name not in wanted:
+                    wanted.add(dep_patch.name)
+                    todo.append(dep_patch)
+        if patch.name in wanted:
+            raise PatchError(f"{patch.name} depends on itself")
+        return [p for p in self.patches if p.name in wanted]
+
+    def needs_build(self, patch: Patch) -> str:
+        """Why `patch` needs a source build ("" when an overlay can carry it): it is native, or
+        a patch it depends on is (its Python code calls what that one compiles)."""
+        if patch.native:
+            return "native patch: needs a source build"
+        native = [d.name for d in self.dependencies(patch) if d.native]
+        if native:
+            return f"depends on native {', '.join(native)}: needs a source build"
+        return ""
+
 
 def load(patches_dir: Path) -> Series:
     """Load the series in order; a duplicate or missing entry is an error."""

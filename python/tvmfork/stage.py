@@ -39,17 +39,7 @@ class Bundle:
 
 def dependencies(series: Series, patch: Patch) -> list[Patch]:
     """The patch's `Depends-On:` patches, transitively, in series order."""
-    wanted: set[str] = set()
-    todo = [patch]
-    while todo:
-        for dep in todo.pop().trailers.get("Depends-On", []):
-            dep_patch = series.get(dep)
-            if dep_patch.name not in wanted:
-                wanted.add(dep_patch.name)
-                todo.append(dep_patch)
-    if patch.name in wanted:
-        raise PatchError(f"{patch.name} depends on itself")
-    return [p for p in series.patches if p.name in wanted]
+    return series.dependencies(patch)
 
 
 def _description(patch: Patch) -> str:

@@ -1,5 +1,5 @@
 """Test environments for `verify`, `conformance` and `upstream-tests`: one venv per TVM under
-test (`test_sides`), sharing one deps venv.
+test (made by `sides.test_sides`), sharing one deps venv.
 
 torch, onnx and pytest are large and identical on both sides, so they are installed once in a
 `deps` venv; each side's venv sees them through a `.pth` file and holds only its own TVM and
@@ -17,7 +17,6 @@ import fcntl
 import hashlib
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -25,8 +24,6 @@ from tvmfork import proc, ui
 from tvmfork.errors import UsageError
 
 if TYPE_CHECKING:
-    from tvmfork.lock import Lock
-    from tvmfork.series import Series
     from tvmfork.settings import Settings
 
 MARKER = "tvmfork-venv.json"
@@ -149,80 +146,3 @@ def deps_venv(settings: Settings, root: Path) -> tuple[Path, list[str]]:
     (tests/requirements.txt of the repository at `root`)."""
     reqs = requirements((root / "tests" / "requirements.txt").read_text().splitlines())
     return settings.cache_dir / "venvs" / f"deps-{key(*reqs)}", reqs
-
-
-def side_python(settings: Settings, lock: Lock, side: str) -> Path:
-    """The interpreter of a side's venv in the cache, as `test_sides` names it: "fork" (the
-    overlay of this series) or "stock" (the lock's stock wheel for this platform). Tests that
-    use the venvs `tvmfork envs` made call this."""
-    from tvmfork import stock
-
-    vroot = settings.cache_dir / "venvs"
-    if side == "fork":
-        return python_of(vroot / "fork")
-    if side == "stock":
-        return python_of(vroot / f"stock-{stock.pick(lock).sha256[:12]}")
-    raise UsageError(f"unknown side {side!r}: stock or fork")
-
-
-@dataclass(frozen=True)
-class Sides:
-    """The stock and fork venvs of verify, conformance and upstream-tests."""
-
-    stock: Path
-    fork: Path
-    included: set[str]
-    stock_only: dict[str, str]  # patches whose fork side cannot run, and why
-
-
-def test_sides(
-    settings: Settings,
-    lock: Lock,
-    series: Series,
-    root: Path,
-    *,
-    stock_ffi: str,
-    against: str | None = None,
-    fork_wheel: Path | None = None,
-) -> Sides:
-    """Make or reuse the two venvs. The stock side is the lock's stock wheel with `stock_ffi`,
-    the fork side the overlay of the Python patches (or `fork_wheel`, e.g. a source wheel).
-
-    With `against`, the stock side is that release from PyPI and the fork side an overlay of
-    its wheel with the Python patches that still apply to it.
-    """
-    from tvmfork import manifest, stock
-    from tvmfork.wheel import overlay
-    from tvmfork.wheel.build import overlay_wheel
-
-    deps, reqs = deps_venv(settings, root)
-    stock_only: dict[str, str] = {}
-    if against:
-        base_wheel = stock.download(against, settings.cache_dir / "wheels" / "against")
-        ui.note(f"{base_wheel.name}: sha256 {stock.sha256_of(base_wheel)} (not in the lock)")
-        chosen, stock_only = overlay.applicable(series, base_wheel)
-        with ui.step(f"overlay wheel from {base_wheel.name}"):
-            res = overlay.build(lock, series, base_wheel, settings.out_dir / "against", only=chosen)
-        wheel, included = res.path, set(res.included)
-        stock_reqs = [against, stock_ffi]
-        stock_name = f"stock-{key(against, stock_ffi)}"
-    else:
-        stock_path, stock_wf = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
-        if fork_wheel:
-            wheel, included = fork_wheel, manifest.included_in(fork_wheel)
-        else:
-            res = overlay_wheel(settings, lock, series, python_only=True)
-            wheel, included = res.path, set(res.included)
-        stock_reqs = [str(stock_path), stock_ffi]
-        stock_name = f"stock-{stock_wf.sha256[:12]}"
-    vroot = settings.cache_dir / "venvs"
-    ensure(deps, reqs, python=settings.python)
-    stock_py = ensure(vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps)
-    fork_py = ensure(
-        vroot / ("fork-against" if against else "fork"),
-        [str(wheel)],
-        python=settings.python,
-        deps_venv=deps,
-        fingerprint=stock.sha256_of(wheel),
-    )
-    return Sides(stock_py, fork_py, included, stock_only)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmfork import lock, settings, venvs
+from tvmfork import lock, settings, sides
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.conformance
@@ -42,7 +42,7 @@ print(json.dumps({"auto": mi.load(out)[1], "levels": list(mi.levels_of(out)), "e
 def _fork_python() -> Path:
     subprocess.run([sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "envs"], check=True)
     pin = lock.load(ROOT / "patches" / "lock.toml")
-    return venvs.side_python(settings.load(ROOT), pin, "fork")
+    return sides.side_python(settings.load(ROOT), pin, "fork")
 
 
 def _host_has_v3() -> bool:

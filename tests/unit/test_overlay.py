@@ -149,3 +149,29 @@ def test_cached_stock_wheel_is_found_without_a_download(py_fork: Fork, tmp_path:
     (cache / "wheels").mkdir(parents=True)
     (cache / "wheels" / py_fork.wheel.name).write_bytes(py_fork.wheel.read_bytes())
     assert stock.cached(lock, cache) == cache / "wheels" / py_fork.wheel.name
+
+
+def test_a_python_patch_needing_a_native_one_is_left_out_with_it(
+    py_fork: Fork, tmp_path: Path
+) -> None:
+    """A Python patch whose Depends-On patch is native calls what that one compiles: an overlay
+    (which cannot carry the native one) leaves both out, and says why."""
+    py_fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
+    py_fork.commit_change(
+        "python/tvm/relax/uses_native.py",
+        "",
+        "VALUE = 2\n",
+        "[Relax] Use the native fix",
+        extra="Depends-On: native-fix.patch\n",
+    )
+    assert py_fork.run("export") == 0
+    series = seriesmod.load(py_fork.root / "patches")
+    user = series.get("use-the-native-fix")
+    assert not user.native
+    assert series.needs_build(user) == "depends on native native-fix.patch: needs a source build"
+    _, left_out = overlay.applicable(series, py_fork.wheel)
+    assert set(left_out) == {"native-fix.patch", "use-the-native-fix.patch"}
+    res = _build(py_fork, tmp_path / "out", python_only=True)
+    assert "use-the-native-fix.patch" in res.left_out
+    with zipfile.ZipFile(res.path) as zf:
+        assert "tvm/relax/uses_native.py" not in zf.namelist()

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmfork import conformance, ui, venvs
+from tvmfork import conformance, sides, ui, venvs
 from tvmfork.conformance import report, suites
 from tvmfork.conformance.runner import Result
 from tvmfork.errors import UsageError
@@ -45,7 +45,7 @@ def run(
     names = check_options(a)
     extra_reqs = venvs.with_packages(a.with_pkgs)
     hf_dirs = [suites.hf_dir(Path(d)) for d in a.hf]
-    sides = venvs.test_sides(settings, lock, series, root, stock_ffi=a.stock_ffi)
+    pair = sides.test_sides(settings, lock, series, root, stock_ffi=a.stock_ffi)
     extra_path = None
     if extra_reqs:
         with ui.step(f"packages for both sides: {' '.join(extra_reqs)}"):
@@ -59,7 +59,7 @@ def run(
     with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
         cases = suites.collect(
             names,
-            python=sides.stock,
+            python=pair.stock,
             cache=settings.cache_dir / "conformance",
             limits=limits,
             patterns=suites.globs(a.k),
@@ -70,7 +70,7 @@ def run(
         )
     if not cases:
         raise UsageError("no case matches: check the suite names and -k patterns")
-    pythons = {"stock": sides.stock, "fork": sides.fork}
+    pythons = {"stock": pair.stock, "fork": pair.fork}
     if a.side != "both":
         pythons = {a.side: pythons[a.side]}
     out = Path(a.report).resolve() if a.report else settings.out_dir / "conformance"

@@ -53,7 +53,7 @@ def build(settings: Settings, lock: Lock, series: Series, root: Path) -> list[st
     ws = settings.wheel
     if ws.mode == "source":
         return _source(settings, lock, series, root)
-    native = [p.name for p in series.patches if p.native]
+    native = [p.name for p in series.patches if series.needs_build(p)]
     python_only = ws.python_only
     if ws.mode == "auto" and native and not python_only:
         why_not = source_unavailable(settings, lock, series, root)

@@ -71,8 +71,9 @@ def applicable(series: Series, wheel: Path) -> tuple[list[Patch], dict[str, str]
     left_out: dict[str, str] = {}
     with zipfile.ZipFile(wheel) as zf:
         for p in series.patches:
-            if p.native:
-                left_out[p.name] = "native patch: needs a source build"
+            why = series.needs_build(p)
+            if why:
+                left_out[p.name] = why
                 continue
             try:
                 patched_files(zf, [*chosen, p])
@@ -111,14 +112,14 @@ def build(
     """Overlay the series' Python patches (or just `only`, for another release's wheel) on
     the stock wheel at `stock_path`; the version is that wheel's plus the series' local
     part, with `.py` when any patch is left out."""
-    native = [p for p in series.patches if p.native]
+    native = [p for p in series.patches if series.needs_build(p)]
     if native and not python_only and only is None:
         names = ", ".join(p.name for p in native)
         raise UsageError(
             f"the series has native patches ({names}); an overlay cannot carry them. Build "
             "from source (--mode source) or pass --python-only to leave them out"
         )
-    included = only if only is not None else [p for p in series.patches if not p.native]
+    included = only if only is not None else [p for p in series.patches if p not in native]
     left_out = [p for p in series.patches if p not in included]
     _, base_version, _, _ = parse_wheel_filename(stock_path.name)
     version = local_version(str(base_version), series, python_only_cut=bool(left_out))

@@ -1,0 +1,87 @@
+"""The two sides every proof runs on: a venv with the stock TVM wheel and one with the fork's,
+sharing the deps venv (`venvs`). `verify`, `conformance`, `upstream-tests` and `envs` get
+them from `test_sides`; tests find them with `side_python`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tvmfork import manifest, stock, ui, venvs
+from tvmfork.errors import UsageError
+from tvmfork.lock import Lock
+from tvmfork.series import Series
+from tvmfork.settings import Settings
+from tvmfork.wheel import overlay
+from tvmfork.wheel.build import overlay_wheel
+
+
+def side_python(settings: Settings, lock: Lock, side: str) -> Path:
+    """The interpreter of a side's venv in the cache, as `test_sides` names it: "fork" (the
+    overlay of this series) or "stock" (the lock's stock wheel for this platform). Tests that
+    use the venvs `tvmfork envs` made call this."""
+    vroot = settings.cache_dir / "venvs"
+    if side == "fork":
+        return venvs.python_of(vroot / "fork")
+    if side == "stock":
+        return venvs.python_of(vroot / f"stock-{stock.pick(lock).sha256[:12]}")
+    raise UsageError(f"unknown side {side!r}: stock or fork")
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The stock and fork venvs of verify, conformance and upstream-tests."""
+
+    stock: Path
+    fork: Path
+    included: set[str]
+    stock_only: dict[str, str]  # patches whose fork side cannot run, and why
+
+
+def test_sides(
+    settings: Settings,
+    lock: Lock,
+    series: Series,
+    root: Path,
+    *,
+    stock_ffi: str,
+    against: str | None = None,
+    fork_wheel: Path | None = None,
+) -> Sides:
+    """Make or reuse the two venvs. The stock side is the lock's stock wheel with `stock_ffi`,
+    the fork side the overlay of the Python patches (or `fork_wheel`, e.g. a source wheel).
+
+    With `against`, the stock side is that release from PyPI and the fork side an overlay of
+    its wheel with the Python patches that still apply to it.
+    """
+    deps, reqs = venvs.deps_venv(settings, root)
+    stock_only: dict[str, str] = {}
+    if against:
+        base_wheel = stock.download(against, settings.cache_dir / "wheels" / "against")
+        ui.note(f"{base_wheel.name}: sha256 {stock.sha256_of(base_wheel)} (not in the lock)")
+        chosen, stock_only = overlay.applicable(series, base_wheel)
+        with ui.step(f"overlay wheel from {base_wheel.name}"):
+            res = overlay.build(lock, series, base_wheel, settings.out_dir / "against", only=chosen)
+        wheel, included = res.path, set(res.included)
+        stock_reqs = [against, stock_ffi]
+        stock_name = f"stock-{venvs.key(against, stock_ffi)}"
+    else:
+        stock_path, stock_wf = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
+        if fork_wheel:
+            wheel, included = fork_wheel, manifest.included_in(fork_wheel)
+        else:
+            res = overlay_wheel(settings, lock, series, python_only=True)
+            wheel, included = res.path, set(res.included)
+        stock_reqs = [str(stock_path), stock_ffi]
+        stock_name = f"stock-{stock_wf.sha256[:12]}"
+    vroot = settings.cache_dir / "venvs"
+    venvs.ensure(deps, reqs, python=settings.python)
+    stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps)
+    fork_py = venvs.ensure(
+        vroot / ("fork-against" if against else "fork"),
+        [str(wheel)],
+        python=settings.python,
+        deps_venv=deps,
+        fingerprint=stock.sha256_of(wheel),
+    )
+    return Sides(stock_py, fork_py, included, stock_only)
