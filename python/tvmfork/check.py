@@ -22,6 +22,7 @@ class Report:
     series: Series | None = None
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    kinds: dict[str, str] = field(default_factory=dict)  # python, native, or build (needs one)
 
 
 def fixes_problems(patch: Patch, repo_root: Path) -> list[str]:
@@ -147,7 +148,20 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
     for name in seriesmod.unlisted(patches_dir):
         report.problems.append(f"{name} is in patches/ but not listed in the series")
     subjects: dict[str, str] = {}
+    names = {p.name for p in series.patches}
+    unknown_deps = [
+        f"{p.name}: Depends-On: {dep} names no patch of the series"
+        for p in series.patches
+        for dep in p.trailers.get("Depends-On", [])
+        if dep not in names and f"{dep}.patch" not in names
+    ]
+    if unknown_deps:  # the stage and overlay checks follow Depends-On: they cannot run
+        report.problems += unknown_deps
+        return report
     for p in series.patches:
+        report.kinds[p.name] = (
+            "native" if p.native else "build" if series.needs_build(p) else "python"
+        )
         report.problems += trailer_problems(p, repo_root)
         report.problems += name_problems(p)
         if p.subject in subjects:

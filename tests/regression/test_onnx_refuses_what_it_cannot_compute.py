@@ -1,5 +1,8 @@
-"""Patch: the ONNX importer imports CastLike, and says so where TVM would compute another result
-than ONNX defines (found by ONNX's node conformance cases, `tvmfork conformance onnx-node`).
+"""Patches import-castlike-refuse-the-casts-tvm-computes-wrongly,
+refuse-roialign-s-max-mode-which-topi-computes-otherwise and refuse-dropout-in-training-mode-
+instead-of-the-identity: the ONNX importer imports CastLike, and says so where TVM would compute
+another result than ONNX defines (found by ONNX's node conformance cases). Each patch's
+`Regression-Test:` trailers name its tests here.
 
 On stock 0.26.0: CastLike is not implemented; a float8 Cast returns wrong values (0 reads back
 as 2^-7, NaN as 1.5, 1e6 as -15; the FNUZ types with the wrong exponent bias); RoiAlign's max

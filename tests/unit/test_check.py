@@ -59,6 +59,9 @@ def test_unlisted_patch(exported: Fork) -> None:
         ("Fixes: patches/README.md#example; apache/tvm#1\n", "", "missing trailer Fixes"),
         ("tests/regression/test_example.py", "tests/regression/test_gone.py", "does not exist"),
         ("tests/regression/test_example.py", "tests/unit/test_x.py", "not under tests/regression"),
+        # a test function the module does not define
+        ("tests/regression/test_example.py", "tests/regression/test_example.py::test_y", "exist"),
+        ("Upstream-Status: pending", "Depends-On: gone.patch\nUpstream-Status: pending", "gone"),
     ],
 )
 def test_bad_trailers(exported: Fork, old: str, new: str, expected: str) -> None:
@@ -131,3 +134,21 @@ def test_each_patch_applies_after_its_declared_dependencies(fork: Fork) -> None:
     report = check.run(fork.root, None, fork.checkout)
     assert report.problems == []
     assert any("applies on the pin after its Depends-On patches alone" in n for n in report.notes)
+
+
+def test_a_test_node_that_exists_is_accepted(exported: Fork) -> None:
+    p = exported.root / "patches/fix-op3.patch"
+    node = "tests/regression/test_example.py::test_x"
+    p.write_text(p.read_text().replace("tests/regression/test_example.py", node))
+    assert check.run(exported.root, None).problems == []
+
+
+@pytest.mark.parametrize(
+    "subject", ["[Relax] Seven ops that returned wrong results", "[ONNX] 3 fixes of the importer"]
+)
+def test_a_patch_named_by_a_count_is_refused(exported: Fork, subject: str) -> None:
+    """A count in the subject or file name goes stale with the next fix added to the patch."""
+    p = exported.root / "patches/fix-op3.patch"
+    p.write_text(p.read_text().replace("[Relax] Fix op3", subject))
+    problems = check.run(exported.root, None).problems
+    assert len(problems) == 1 and "the subject starts with a count" in problems[0]
