@@ -34,7 +34,9 @@ _MISSING_API_ERRORS = frozenset({"TypeError", "AttributeError"})
 _CRASH_SIGNALS = frozenset(
     {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
 )
-_LOCATION_RE = re.compile(r"^(?P<file>[^\s:][^:]*\.(?:py|pxi)):\d+: (?P<exc>[\w.]+)$", re.M)
+# pytest's last traceback line: where the exception was raised (a .py file, or TVM's C++ for
+# an error from the FFI: "/project/src/relax/op/op_common.h:333: TypeError").
+_LOCATION_RE = re.compile(r"^(?P<file>[^\s:][^:]*):\d+: (?P<exc>[\w.]+)$", re.M)
 
 
 @dataclass(frozen=True)

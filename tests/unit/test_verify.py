@@ -70,6 +70,21 @@ def test_a_keyword_only_the_fork_has_is_error(tmp_path: Path) -> None:
     assert _side(tmp_path, body).status == verify.ERROR  # TypeError raised in the test file
 
 
+def test_a_type_error_raised_in_tvms_cpp_is_fail() -> None:
+    """TVM's FFI raises TypeError from C++ (a type check of an op): the bug, not a test that
+    cannot run. pytest's traceback then ends in the C++ file."""
+    text = (
+        "tests/regression/test_x.py:40: in test_pow\n    from_onnx(model)\n"
+        "python/tvm_ffi/cython/function.pxi:1038: in tvm_ffi.core.Function.__call__\n"
+        "    ???\nE   TypeError: Binary operators must have the same datatype\n\n"
+        "/project/src/relax/op/distributed/../op_common.h:333: TypeError"
+    )
+    message = "TypeError: Binary operators must have the same datatype"
+    assert verify.classify_failure(message, text, "tests/regression/test_x.py") == verify.FAIL
+    in_test = "tests/regression/test_x.py:12: TypeError"
+    assert verify.classify_failure(message, in_test, "tests/regression/test_x.py") == verify.ERROR
+
+
 def test_a_fixture_error_is_error(tmp_path: Path) -> None:
     body = """
         import pytest
