@@ -101,7 +101,7 @@ def test_cli_wheel_auto_says_what_it_left_out(
     assert py_fork.run("export") == 0
     assert py_fork.run("wheel", "--out", str(py_fork.root / "out")) == 0
     out = capsys.readouterr()
-    assert "LEFT OUT (1, native): native-fix.patch" in out.out
+    assert "LEFT OUT (1, need a source build): native-fix.patch" in out.out
     assert "WITHOUT the native patch(es): native-fix.patch" in out.err
     assert py_fork.run("wheel", "--mode", "overlay") == 2  # no --python-only: refused
 
@@ -137,7 +137,7 @@ def test_wheel_build_auto_falls_back_to_an_overlay_saying_why(
     reason = build.source_unavailable(s, lock, series, py_fork.root)
     assert reason  # the fake checkout has no variant file or toolchain to build TVM
     lines = build.build(s, lock, series, py_fork.root)
-    assert lines[-1] == "  LEFT OUT (1, native): native-fix.patch"
+    assert lines[-1] == "  LEFT OUT (1, need a source build): native-fix.patch"
     assert reason in capsys.readouterr().err
 
 
