@@ -79,5 +79,6 @@ def build(settings: Settings, lock: Lock, series: Series, root: Path) -> list[st
         f"  included ({len(res.included)}): {', '.join(res.included) or 'none'}",
     ]
     if res.left_out:
-        lines.append(f"  LEFT OUT ({len(res.left_out)}, need a source build): {', '.join(res.left_out)}")
+        names = ", ".join(res.left_out)
+        lines.append(f"  LEFT OUT ({len(res.left_out)}, need a source build): {names}")
     return lines
