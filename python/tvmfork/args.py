@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tvmfork import __version__, settings
+from tvmfork import __version__, settings, verify
 
 
 def parser() -> argparse.ArgumentParser:
@@ -131,10 +131,10 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--timeout",
         type=float,
-        default=1800,
+        default=verify.DEFAULT_TIMEOUT,
         metavar="S",
         help="seconds for one side's run of a patch's tests; past it the side reads TIMEOUT "
-        "(default 1800)",
+        f"(default {verify.DEFAULT_TIMEOUT:.0f})",
     )
 
     u = sub.add_parser(

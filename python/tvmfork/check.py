@@ -106,7 +106,6 @@ def standalone_problems(series: Series, checkout: Path) -> list[str]:
     from tvmfork import git
     from tvmfork.checkout import base_of
     from tvmfork.patchflow import am
-    from tvmfork.stage import dependencies
 
     repo = git.Repo(checkout)
     base = base_of(repo)
@@ -114,7 +113,7 @@ def standalone_problems(series: Series, checkout: Path) -> list[str]:
     with git.worktree(repo, base) as wt:
         for p in series.patches:
             wt.run("reset", "-q", "--hard", base)
-            deps = dependencies(series, p)
+            deps = series.dependencies(p)
             try:
                 for q in [*deps, p]:
                     am(wt, q)
@@ -148,7 +147,8 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
     for name in seriesmod.unlisted(patches_dir):
         report.problems.append(f"{name} is in patches/ but not listed in the series")
     subjects: dict[str, str] = {}
-    names = {p.name for p in series.patches}
+    report.kinds = {p.name: "native" if p.native else "python" for p in series.patches}
+    names = set(report.kinds)
     unknown_deps = [
         f"{p.name}: Depends-On: {dep} names no patch of the series"
         for p in series.patches
@@ -159,9 +159,8 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
         report.problems += unknown_deps
         return report
     for p in series.patches:
-        report.kinds[p.name] = (
-            "native" if p.native else "build" if series.needs_build(p) else "python"
-        )
+        if report.kinds[p.name] == "python" and series.needs_build(p):
+            report.kinds[p.name] = "build"  # needs a native patch it depends on
         report.problems += trailer_problems(p, repo_root)
         report.problems += name_problems(p)
         if p.subject in subjects:

@@ -84,8 +84,7 @@ def cmd_check(ctx: Ctx) -> int:
     report = check.run(ctx.root, wheel, checkout if has_checkout else None)
     if report.series:
         for p in report.series.patches:
-            kind = report.kinds.get(p.name, "native" if p.native else "python")
-            print(f"  {kind:6}  {p.name}  ({p.trailer('Upstream-Status')})")
+            print(f"  {report.kinds[p.name]:6}  {p.name}  ({p.trailer('Upstream-Status')})")
     for n in report.notes:
         print(f"note: {n}")
     if report.problems:

@@ -15,6 +15,12 @@ from tvmfork.settings import Settings
 from tvmfork.wheel import overlay
 from tvmfork.wheel.build import overlay_wheel
 
+FORK_VENV = "fork"
+
+
+def _stock_venv(wheel_sha256: str) -> str:
+    return f"stock-{wheel_sha256[:12]}"
+
 
 def side_python(settings: Settings, lock: Lock, side: str) -> Path:
     """The interpreter of a side's venv in the cache, as `test_sides` names it: "fork" (the
@@ -22,9 +28,9 @@ def side_python(settings: Settings, lock: Lock, side: str) -> Path:
     use the venvs `tvmfork envs` made call this."""
     vroot = settings.cache_dir / "venvs"
     if side == "fork":
-        return venvs.python_of(vroot / "fork")
+        return venvs.python_of(vroot / FORK_VENV)
     if side == "stock":
-        return venvs.python_of(vroot / f"stock-{stock.pick(lock).sha256[:12]}")
+        return venvs.python_of(vroot / _stock_venv(stock.pick(lock).sha256))
     raise UsageError(f"unknown side {side!r}: stock or fork")
 
 
@@ -73,12 +79,12 @@ def test_sides(
             res = overlay_wheel(settings, lock, series, python_only=True)
             wheel, included = res.path, set(res.included)
         stock_reqs = [str(stock_path), stock_ffi]
-        stock_name = f"stock-{stock_wf.sha256[:12]}"
+        stock_name = _stock_venv(stock_wf.sha256)
     vroot = settings.cache_dir / "venvs"
     venvs.ensure(deps, reqs, python=settings.python)
     stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps)
     fork_py = venvs.ensure(
-        vroot / ("fork-against" if against else "fork"),
+        vroot / (f"{FORK_VENV}-against" if against else FORK_VENV),
         [str(wheel)],
         python=settings.python,
         deps_venv=deps,

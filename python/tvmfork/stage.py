@@ -37,11 +37,6 @@ class Bundle:
         return all(result.startswith("ok") for _, _, result in self.checks)
 
 
-def dependencies(series: Series, patch: Patch) -> list[Patch]:
-    """The patch's `Depends-On:` patches, transitively, in series order."""
-    return series.dependencies(patch)
-
-
 def _description(patch: Patch) -> str:
     """The message without subject and trailers."""
     body = patch.message.split("\n\n")
@@ -221,7 +216,7 @@ def stage(
     for key in REQUIRED_TRAILERS:
         if not patch.trailer(key):
             raise PatchError(f"{patch.name} has no {key}: trailer; `tvmfork check` first")
-    deps = dependencies(series, patch)
+    deps = series.dependencies(patch)
     repo = git.Repo(checkout)
     base = repo.rev(onto) if onto else base_of(repo)
     if base is None:

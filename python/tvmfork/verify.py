@@ -20,6 +20,8 @@ from pathlib import Path
 from tvmfork import proc, ui
 from tvmfork.series import Patch, Series
 
+# Seconds for one side's run of a patch's tests (`verify --timeout`).
+DEFAULT_TIMEOUT = 1800.0
 # Side outcomes, worst first where a run mixes them.
 PASS, FAIL, CRASH, ERROR, TIMEOUT = "pass", "FAIL", "CRASH", "ERROR", "TIMEOUT"
 # Raised by the test's own code, these say the test could not run, not that TVM misbehaved.
@@ -202,7 +204,7 @@ def verify(
     included: set[str],
     only: list[str] | None = None,
     stock_only: dict[str, str] | None = None,
-    timeout: float = 1800,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Row]:
     """Run each patch's regression tests on both sides. A patch not in `included` is not
     run, unless `stock_only` gives the reason its fork side is not run: then its stock side
