@@ -29,3 +29,19 @@ def pytest_report_header(config):
 @pytest.fixture(autouse=True)
 def _mark_regression(request):
     request.node.add_marker(pytest.mark.regression)
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test draws the same random inputs on every run and on both sides (stock, fork)."""
+    import random
+
+    import numpy as np
+
+    random.seed(0)
+    np.random.seed(0)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(0)
