@@ -1,0 +1,246 @@
+"""Benchmark (not a test): LLM generation, the fork's compiled static-cache export vs PyTorch eager.
+
+One run builds a transformers decoder LM from a config (seeded random weights), exports it
+with transformers' static cache (`TorchExportableModuleForDecoderOnlyLM`, the sequence length
+dynamic), compiles it once with the fork for the host's ISA (`Target.from_device("cpu")`) and
+saves the library. Then each side runs in its own process, with the same thread count:
+
+- PyTorch eager: the same static-cache module, called in Python (prefill, then token by token);
+- fork: the compiled library loaded with `tvm.runtime.load_module`, no torch imported, the
+  cache fed back from call to call as `StatefulModule` does.
+
+Each prints the prefill time of a PROMPT-token prompt, the median time per decoded token
+(greedy, the token's logits read back to the host) and its peak RSS; the parent checks both
+generated the same tokens and prints the table with ratios (fork / PyTorch: below 1 is faster).
+
+    python scripts/bench_generation.py --python FORK_VENV/bin/python --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CONFIGS = {
+    # a small Llama (about 25M parameters): 4 layers, 256 wide, GQA
+    "llama": {
+        "vocab_size": 8192,
+        "hidden_size": 256,
+        "intermediate_size": 688,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 512,
+        "initializer_range": 0.2,
+    },
+    "qwen2": {
+        "vocab_size": 8192,
+        "hidden_size": 256,
+        "intermediate_size": 688,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 512,
+        "initializer_range": 0.2,
+    },
+}
+SHIM = Path(__file__).resolve().parents[1] / "python/tvmfork/conformance/torchvision_shim.py"
+
+
+def _transformers():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torchvision_shim", SHIM)
+    shim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim)
+    shim.load()
+    import transformers
+
+    return transformers
+
+
+def _model(name: str, cache: int):
+    import torch
+
+    transformers = _transformers()
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(name, **CONFIGS[name])
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": cache}
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+
+    return TorchExportableModuleForDecoderOnlyLM(model)
+
+
+def _prompt(length: int, vocab: int):
+    import numpy as np
+
+    return np.random.default_rng(0).integers(0, vocab, (1, length), dtype="int64")
+
+
+def prepare(args: argparse.Namespace, work: Path) -> None:
+    """Export, compile for the host and save the library and the cache's first values."""
+    import numpy as np
+    import torch
+    import tvm
+    from tvm.relax.frontend.torch import from_exported_program
+
+    module = _model(args.model, args.cache)
+    prompt = torch.from_numpy(_prompt(args.prompt, CONFIGS[args.model]["vocab_size"]))
+    seq = torch.export.Dim("seq", max=args.cache)
+    start = time.perf_counter()
+    exported = module.export(
+        input_ids=prompt,
+        cache_position=torch.arange(args.prompt),
+        dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
+    )
+    mod = from_exported_program(exported)
+    state = {
+        f"{i:03d}": v.numpy() for i, v in enumerate(mod["main"].attrs["mutated_buffer_values"])
+    }
+    target = tvm.target.Target.from_device("cpu")
+    tvm.compile(mod, target=target).export_library(str(work / "lm.so"))
+    np.savez(work / "state.npz", **state)
+    print(f"export + import + compile ({target}): {time.perf_counter() - start:.1f} s")
+
+
+def _side_torch(args: argparse.Namespace) -> dict:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    module = _model(args.model, args.cache)
+    prompt = torch.from_numpy(_prompt(args.prompt, CONFIGS[args.model]["vocab_size"]))
+
+    def step(ids, positions):
+        with torch.no_grad():
+            # the static-cache module itself: the export wrapper's forward drops cache_position
+            logits = module.model(input_ids=ids, cache_position=positions)
+            return int(logits[0, -1].argmax())
+
+    return _generate(
+        args,
+        lambda: step(prompt, torch.arange(args.prompt)),
+        lambda token, pos: step(torch.tensor([[token]]), torch.tensor([pos])),
+    )
+
+
+def _side_fork(args: argparse.Namespace, work: Path) -> dict:
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    vm = relax.VirtualMachine(tvm.runtime.load_module(str(work / "lm.so")), tvm.cpu())
+    saved = np.load(work / "state.npz")
+    state = [tvm.runtime.tensor(saved[k]) for k in sorted(saved.files)]
+    prompt = _prompt(args.prompt, CONFIGS[args.model]["vocab_size"])
+
+    def step(ids, positions):
+        nonlocal state
+        out = vm["main"](tvm.runtime.tensor(ids), tvm.runtime.tensor(positions), *state)
+        state = list(out[1:])
+        return int(np.argmax(out[0].numpy()[0, -1]))
+
+    return _generate(
+        args,
+        lambda: step(prompt, np.arange(args.prompt, dtype="int64")),
+        lambda token, pos: step(np.array([[token]], "int64"), np.array([pos], "int64")),
+    )
+
+
+def _generate(args: argparse.Namespace, prefill, decode) -> dict:
+    """Prefill (the first call, compile-free on both sides after a warm-up) and decode times."""
+    prefill()  # warm-up: first-call allocations, lazy initialization
+    decode(0, args.prompt)
+    start = time.perf_counter()
+    tokens = [prefill()]
+    prefill_ms = (time.perf_counter() - start) * 1e3
+    per_token = []
+    for position in range(args.prompt, args.prompt + args.tokens - 1):
+        start = time.perf_counter()
+        tokens.append(decode(tokens[-1], position))
+        per_token.append((time.perf_counter() - start) * 1e3)
+    return {
+        "prefill_ms": prefill_ms,
+        "token_ms": statistics.median(per_token),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "tokens": tokens,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return platform.processor() or "unknown"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(CONFIGS), default="llama")
+    parser.add_argument("--prompt", type=int, default=128, help="prompt tokens (prefill)")
+    parser.add_argument("--tokens", type=int, default=64, help="tokens to generate")
+    parser.add_argument("--cache", type=int, default=256, help="the static cache's length")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--python", default=sys.executable, help="a venv with the fork and torch")
+    parser.add_argument("--side", choices=["prepare", "torch", "fork"], help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.prompt + args.tokens - 1 > args.cache:
+        parser.error(f"--prompt + --tokens - 1 must fit in --cache ({args.cache})")
+
+    if args.side == "prepare":
+        prepare(args, Path(args.work))
+        return 0
+    if args.side:
+        result = _side_torch(args) if args.side == "torch" else _side_fork(args, Path(args.work))
+        print(json.dumps(result))
+        return 0
+
+    threads = str(args.threads)
+    env = {**os.environ, "TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="tvmfork-bench-gen-") as work:
+        command = [args.python, __file__, "--model", args.model, "--prompt", str(args.prompt)]
+        command += ["--tokens", str(args.tokens), "--cache", str(args.cache)]
+        command += ["--threads", threads, "--work", work]
+        subprocess.run([*command, "--side", "prepare"], check=True, env=env)
+        for side in ("torch", "fork"):
+            out = subprocess.run(
+                [*command, "--side", side], check=True, env=env, stdout=subprocess.PIPE, text=True
+            ).stdout
+            results[side] = json.loads(out.strip().splitlines()[-1])
+
+    same = results["torch"]["tokens"] == results["fork"]["tokens"]
+    print(f"CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs); {args.threads} thread(s) each")
+    print(
+        f"model: {args.model} {CONFIGS[args.model]['num_hidden_layers']} layers, "
+        f"{args.prompt}-token prompt, {args.tokens} tokens, cache {args.cache}"
+    )
+    print(f"{'':22}{'PyTorch eager':>15}{'fork':>12}{'fork / PyTorch':>16}")
+    for key, label in (
+        ("prefill_ms", "prefill ms"),
+        ("token_ms", "ms per token (median)"),
+        ("peak_rss_mib", "peak RSS MiB"),
+    ):
+        t, f = results["torch"][key], results["fork"][key]
+        print(f"{label:22}{t:15.2f}{f:12.2f}{f / t:16.2f}")
+    print("same tokens: " + ("yes" if same else "NO"))
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
