@@ -45,9 +45,10 @@ def test_hf_folder_is_checked_and_becomes_one_case(tmp_path: Path) -> None:
 
 
 def test_transformers_suites_name_their_route(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same module feeds both transformers suites: torch.export (with the -dynamic cases)
-    and ONNX (without them: a dynamic length is torch.export's)."""
-    names = ["llama", "llama-dynamic", "bert"]
+    """The same module feeds both transformers suites: torch.export (with the -dynamic and
+    -generate cases) and ONNX (without them: a dynamic length and the static-cache export are
+    torch.export's)."""
+    names = ["llama", "llama-dynamic", "llama-generate", "bert"]
 
     def fake_list(python: Path, *args: object, extra: Path | None = None) -> dict[str, list[str]]:
         return {"cases": names}

@@ -85,8 +85,9 @@ CI_NODE = [
 ]
 CI_MODELS = ["squeezenet1_1", "mobilenet_v3_small", "swin_t"]
 # transformers cases the series fixed: boolean masks (llama), negative indices (falcon, on both
-# routes), MoE routing (mixtral), a dynamic sequence length (bert-dynamic)
-CI_TRANSFORMERS = ["llama", "falcon", "mixtral", "bert-dynamic"]
+# routes), MoE routing (mixtral), a dynamic sequence length (bert-dynamic), generation through
+# the static-cache export (llama-generate, gpt2-generate)
+CI_TRANSFORMERS = ["llama", "falcon", "mixtral", "bert-dynamic", "llama-generate", "gpt2-generate"]
 CI_TRANSFORMERS_ONNX = ["falcon"]
 
 
@@ -140,7 +141,8 @@ def torch_module(
 ) -> list[CaseSpec]:
     """The cases of a torch-module suite. `route`: "export" (torch.export and
     from_exported_program, PyTorch the reference) or "onnx" (torch.onnx.export with dynamo and
-    from_onnx, ONNX Runtime the reference; the `-dynamic` cases are torch.export's only)."""
+    from_onnx, ONNX Runtime the reference; the `-dynamic` and `-generate` cases are
+    torch.export's only)."""
     if not module.is_file():
         raise UsageError(f"--torch-module {module}: no such file")
     listed = _worker_json(python, "list", module, extra=extra)
@@ -151,7 +153,7 @@ def torch_module(
         )
     names = listed["cases"]
     if route == "onnx":
-        names = [n for n in names if not n.endswith("-dynamic")]
+        names = [n for n in names if not n.endswith(("-dynamic", "-generate"))]
     return [
         CaseSpec(
             suite,

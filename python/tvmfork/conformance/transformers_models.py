@@ -88,24 +88,43 @@ def _ids(n: int = SEQ, vocab: int = VOCAB) -> torch.Tensor:
     return torch.randint(0, vocab, (1, n))
 
 
+class Make:
+    """A case's constructor: `make()` builds (wrapped model, inputs) from the config;
+    `with_config(**over)` is the same case with some config keys changed."""
+
+    def __init__(
+        self,
+        model_type: str,
+        auto: str,
+        config: dict[str, Any],
+        inputs: Callable[[], dict[str, torch.Tensor]],
+        output: str,
+    ) -> None:
+        self.model_type, self.auto, self.config = model_type, auto, config
+        self.inputs, self.output = inputs, output
+
+    def __call__(self) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+        import transformers
+
+        cfg = transformers.AutoConfig.for_model(self.model_type, **self.config)
+        cls = getattr(transformers, self.auto)
+        # SDPA attention where the architecture has it (transformers' default)
+        model = cls.from_config(cfg) if self.auto.startswith("Auto") else cls(cfg)
+        feed = self.inputs()
+        return Wrapped(model.eval(), tuple(feed), self.output), tuple(feed.values())
+
+    def with_config(self, **over: Any) -> Make:
+        return Make(self.model_type, self.auto, {**self.config, **over}, self.inputs, self.output)
+
+
 def _make(
     model_type: str,
     auto: str,
     config: dict[str, Any],
     inputs: Callable[[], dict[str, torch.Tensor]],
     output: str,
-) -> Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
-    def make() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-        import transformers
-
-        cfg = transformers.AutoConfig.for_model(model_type, **config)
-        cls = getattr(transformers, auto)
-        # SDPA attention where the architecture has it (transformers' default)
-        model = cls.from_config(cfg) if auto.startswith("Auto") else cls(cfg)
-        feed = inputs()
-        return Wrapped(model.eval(), tuple(feed), output), tuple(feed.values())
-
-    return make
+) -> Make:
+    return Make(model_type, auto, config, inputs, output)
 
 
 def _lm(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
@@ -449,6 +468,30 @@ DYNAMIC = {
     for name, make in table.items()
 }
 CASES.update(DYNAMIC)
+
+# The generation cases: each decoder LM exported the way ahead-of-time runtimes take it
+# (transformers' static-cache export, the sequence length dynamic, the KV cache a set of
+# buffers the program updates), compiled once, and GENERATE_TOKENS tokens generated greedily
+# (the prompt in one call, then a call per token, the cache fed back); they must be those of
+# `model.generate(do_sample=False)` (the worker's `run_generate`). Weights are drawn with
+# initializer_range 0.2 so that the top two logits of a step are not a near tie.
+GENERATE_TOKENS = 16
+
+
+def _generate(make: Make) -> Callable[..., Any]:
+    def generate() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], dict[str, Any]]:
+        model, inputs = make.with_config(initializer_range=0.2)()
+        return model, inputs, {"generate": GENERATE_TOKENS, "cache": MAX_LEN}
+
+    return generate
+
+
+GENERATE = {
+    f"{name}-generate": _generate(make)
+    for name, make in DECODER_LMS.items()
+    if isinstance(make, Make)
+}
+CASES.update(GENERATE)
 FAMILY = {
     name: family
     for family, table in (
@@ -459,6 +502,7 @@ FAMILY = {
         ("vision", VISION_MODELS),
         ("state space", STATE_SPACE),
         ("dynamic length", DYNAMIC),
+        ("generation", GENERATE),
     )
     for name in table
 }

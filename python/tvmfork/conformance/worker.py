@@ -220,6 +220,9 @@ def run_torch(case: Case, target: str) -> None:
     model, inputs, dynamic = (*made, None) if len(made) == 2 else made
     model = model.eval()
     inputs = tuple(inputs)
+    if dynamic and "generate" in dynamic:
+        run_generate(case, target, model, inputs[0], dynamic)
+        return
     if spec.route == "onnx":
         run_torch_onnx(case, target, model, inputs)
         return
@@ -323,6 +326,64 @@ def run_dynamic(
             times = interleaved(fns, case.spec.reps, case.spec.budget_s)
             case.times.update({f"{k}@{size}": v for k, v in times.items()})
     case.info["rel_err"] = worst
+
+
+def run_generate(
+    case: Case, target: str, model: Any, prompt: Any, generate: dict[str, Any]
+) -> None:
+    """Greedy generation through transformers' static-cache export: the prompt in one call,
+    then one call per token, each call's new buffer values (the KV cache, as the importer
+    returns them after the logits) fed to the next; the tokens must be `model.generate`'s.
+
+    Nothing of the fork's runner is used, so stock and fork run the same loop; a module
+    that returns no buffers runs without state (and generates wrong tokens)."""
+    import numpy as np
+    import torch
+    import tvm
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+    from tvm.relax.frontend.torch import from_exported_program
+
+    lm, cache, count = model.model, generate["cache"], generate["generate"]
+    lm.generation_config.cache_implementation = "static"
+    lm.generation_config.cache_config = {"batch_size": 1, "max_cache_len": cache}
+    length = prompt.shape[1]
+    with torch.no_grad():
+        want = lm.generate(
+            prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=count
+        )[0, length:].tolist()
+    case.enter("export")
+    seq = torch.export.Dim("seq", min=1, max=cache)
+    with torch.no_grad():
+        exported = TorchExportableModuleForDecoderOnlyLM(lm).export(
+            input_ids=prompt,
+            cache_position=torch.arange(length),
+            dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
+        )
+    case.enter("import")
+    mod = from_exported_program(exported)
+    attrs = mod["main"].attrs
+    first = (
+        list(attrs["mutated_buffer_values"]) if attrs and "mutated_buffer_values" in attrs else []
+    )
+    vm = tvm_vm(mod, target, case)
+    case.enter("run")
+    state = [tvm.runtime.tensor(v.numpy()) for v in first]
+
+    def step(ids: Any, positions: Any) -> int:
+        nonlocal state
+        out = vm["main"](tvm.runtime.tensor(ids), tvm.runtime.tensor(positions), *state)
+        outs = list(out) if not isinstance(out, tvm.runtime.Tensor) else [out]
+        state = outs[len(outs) - len(state) :] if state else []
+        return int(np.argmax(outs[0].numpy()[0, -1]))
+
+    got = [step(prompt.numpy(), np.arange(length, dtype="int64"))]
+    for position in range(length, length + count - 1):
+        got.append(step(np.array([[got[-1]]], "int64"), np.array([position], "int64")))
+    case.enter("numerics")
+    case.info["tokens"] = count
+    wrong = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
+    if wrong is not None:
+        raise CaseFailed(f"token {wrong} of {count}: {got[wrong]}, PyTorch {want[wrong]}")
 
 
 def threads() -> int | None:
