@@ -30,29 +30,18 @@ import tempfile
 import time
 from pathlib import Path
 
-CONFIGS = {
-    # a small Llama (about 25M parameters): 4 layers, 256 wide, GQA
-    "llama": {
-        "vocab_size": 8192,
-        "hidden_size": 256,
-        "intermediate_size": 688,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "max_position_embeddings": 512,
-        "initializer_range": 0.2,
-    },
-    "qwen2": {
-        "vocab_size": 8192,
-        "hidden_size": 256,
-        "intermediate_size": 688,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "max_position_embeddings": 512,
-        "initializer_range": 0.2,
-    },
+# a small LM (about 25M parameters): 4 layers, 256 wide, GQA; the same config for each family
+SMALL = {
+    "vocab_size": 8192,
+    "hidden_size": 256,
+    "intermediate_size": 688,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 512,
+    "initializer_range": 0.2,
 }
+CONFIGS = {"llama": SMALL, "qwen2": SMALL}
 SHIM = Path(__file__).resolve().parents[1] / "python/tvmfork/conformance/torchvision_shim.py"
 
 

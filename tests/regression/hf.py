@@ -7,7 +7,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-SHIM = Path(__file__).resolve().parents[2] / "python/tvmfork/conformance/torchvision_shim.py"
+CONFORMANCE = Path(__file__).resolve().parents[2] / "python/tvmfork/conformance"
+SHIM = CONFORMANCE / "torchvision_shim.py"
 
 
 def transformers() -> Any:
@@ -19,3 +20,17 @@ def transformers() -> Any:
     import transformers as hf
 
     return hf
+
+
+def decoder_lm(name: str, **config: Any) -> Any:
+    """The conformance suite's decoder LM `name` (its small config, `config` keys changed),
+    built with random weights: the HF model itself, not the suite's wrapper."""
+    transformers()
+    spec = importlib.util.spec_from_file_location(
+        "transformers_models", CONFORMANCE / "transformers_models.py"
+    )
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    wrapped, _ = table.DECODER_LMS[name].with_config(**config)()
+    return wrapped.model

@@ -23,37 +23,16 @@ from . import hf
 PROMPT = 7
 NEW_TOKENS = 64
 CACHE = 128
-VOCAB = 512
-TEXT = {
-    "vocab_size": VOCAB,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "intermediate_size": 128,
-    "max_position_embeddings": 256,
-    "initializer_range": 0.2,
-}
-GQA = {**TEXT, "num_key_value_heads": 2}
-GPT = {"vocab_size": VOCAB, "n_embd": 64, "n_layer": 2, "n_head": 4, "initializer_range": 0.2}
+VOCAB = 512  # the conformance suite's text configs
 # the families of the issue, then architectures of the conformance suite with other attention:
-# partial rotary embeddings with parallel attention and MLP (GPT-NeoX, GPT-J), ALiBi (BLOOM)
-MODELS: dict[str, dict[str, Any]] = {
-    "llama": GQA,
-    "qwen2": GQA,
-    "gemma": {**TEXT, "num_key_value_heads": 1, "head_dim": 16},
-    "gpt2": {**GPT, "n_positions": 256},
-    "phi3": {**GQA, "pad_token_id": 0},
-    "gpt_neox": {**TEXT, "rotary_pct": 0.25},
-    "gptj": {**GPT, "rotary_dim": 8, "n_positions": 256},
-    "bloom": {"vocab_size": VOCAB, "hidden_size": 64, "n_layer": 2, "n_head": 4},
-}
+# partial rotary embeddings with parallel attention and MLP (GPT-NeoX, GPT-J), ALiBi (BLOOM);
+# each the suite's small config (`hf.decoder_lm`)
+MODELS = ["llama", "qwen2", "gemma", "gpt2", "phi3", "gpt_neox", "gptj", "bloom"]
 
 
 def _model(model_type: str) -> torch.nn.Module:
-    transformers = hf.transformers()
     torch.manual_seed(0)
-    config = transformers.AutoConfig.for_model(model_type, **MODELS[model_type])
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model = hf.decoder_lm(model_type, initializer_range=0.2)
     model.generation_config.cache_implementation = "static"
     model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": CACHE}
     return model
@@ -98,7 +77,7 @@ def _near_ties(model: torch.nn.Module, prompt: torch.Tensor, tokens: list[int]) 
     return [f"step {i}: margin {m:.2e}" for i, m in enumerate(margins) if m < 1e-5]
 
 
-@pytest.mark.parametrize("model_type", list(MODELS))
+@pytest.mark.parametrize("model_type", MODELS)
 def test_greedy_generation_matches_transformers(model_type: str) -> None:
     model = _model(model_type)
     prompt = torch.randint(0, VOCAB, (1, PROMPT))

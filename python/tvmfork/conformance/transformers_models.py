@@ -90,7 +90,8 @@ def _ids(n: int = SEQ, vocab: int = VOCAB) -> torch.Tensor:
 
 class Make:
     """A case's constructor: `make()` builds (wrapped model, inputs) from the config;
-    `with_config(**over)` is the same case with some config keys changed."""
+    `with_config(**over)` is the same case with some config keys changed. (A plain class: the
+    worker imports this file by path, outside sys.modules, where a dataclass cannot be made.)"""
 
     def __init__(
         self,
@@ -117,33 +118,21 @@ class Make:
         return Make(self.model_type, self.auto, {**self.config, **over}, self.inputs, self.output)
 
 
-def _make(
-    model_type: str,
-    auto: str,
-    config: dict[str, Any],
-    inputs: Callable[[], dict[str, torch.Tensor]],
-    output: str,
-) -> Make:
-    return Make(model_type, auto, config, inputs, output)
-
-
 def _lm(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
-    return _make(
-        model_type, "AutoModelForCausalLM", config, lambda: {"input_ids": _ids()}, "logits"
-    )
+    return Make(model_type, "AutoModelForCausalLM", config, lambda: {"input_ids": _ids()}, "logits")
 
 
 def _encoder(
     model_type: str, config: dict[str, Any], auto: str = "AutoModel"
 ) -> Callable[..., Any]:
-    return _make(model_type, auto, config, lambda: {"input_ids": _ids()}, "last_hidden_state")
+    return Make(model_type, auto, config, lambda: {"input_ids": _ids()}, "last_hidden_state")
 
 
 def _seq2seq(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
     def feed() -> dict[str, torch.Tensor]:
         return {"input_ids": _ids(), "decoder_input_ids": _ids(8)}
 
-    return _make(model_type, "AutoModelForSeq2SeqLM", config, feed, "logits")
+    return Make(model_type, "AutoModelForSeq2SeqLM", config, feed, "logits")
 
 
 def _image(
@@ -153,11 +142,11 @@ def _image(
         return {"pixel_values": torch.randn(1, 3, size, size)}
 
     output = "logits" if auto.startswith("AutoModelFor") else "last_hidden_state"
-    return _make(model_type, auto, config, feed, output)
+    return Make(model_type, auto, config, feed, output)
 
 
 def _audio(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
-    return _make(
+    return Make(
         model_type,
         "AutoModel",
         config,
@@ -257,7 +246,7 @@ TEXT_ENCODERS: dict[str, Callable[..., Any]] = {
     ),
     "mpnet": _encoder("mpnet", TEXT),
     # T5's encoder alone (relative position buckets)
-    "t5-encoder": _make(
+    "t5-encoder": Make(
         "t5",
         "T5EncoderModel",
         T5,
@@ -303,7 +292,7 @@ AUDIO_MODELS: dict[str, Callable[..., Any]] = {
     "wav2vec2": _audio("wav2vec2", AUDIO),
     "hubert": _audio("hubert", AUDIO),
     "wavlm": _audio("wavlm", {**AUDIO, "num_buckets": 16, "max_bucket_distance": 64}),
-    "whisper-encoder": _make(
+    "whisper-encoder": Make(
         "whisper",
         "WhisperModel",
         WHISPER,
@@ -311,7 +300,7 @@ AUDIO_MODELS: dict[str, Callable[..., Any]] = {
         "encoder_last_hidden_state",
     ),
     # whole: encoder and decoder, logits
-    "whisper": _make(
+    "whisper": Make(
         "whisper",
         "WhisperForConditionalGeneration",
         WHISPER,
@@ -362,7 +351,7 @@ VISION_MODELS: dict[str, Callable[..., Any]] = {
         },
         auto="AutoModelForImageClassification",
     ),
-    "detr": _make(
+    "detr": Make(
         "detr",
         "DetrForObjectDetection",
         {
