@@ -1,5 +1,7 @@
 # tvmfork: the two commands a user needs are `make wheel` and `make test`.
 # Settings: MODE=auto|overlay|source  VARIANT=cpu|cuda  PYTHON=python3
+#           PLATFORM=linux_aarch64|macosx_arm64|win_amd64|linux_x86_64|all: overlay wheels of
+#           the stock wheels of other platforms (default: this machine's)
 #           TVM_SOURCE=<URL, git dir or folder> for `make checkout` (default: the lock's URL)
 # Machine-local paths (a TVM mirror, caches) go in tvmfork.local.toml (ignored by git).
 
@@ -24,7 +26,7 @@ checkout: $(VENV)/.installed
 	$(TVMFORK) checkout $(if $(TVM_SOURCE),--source $(TVM_SOURCE))
 
 wheel: $(VENV)/.installed
-	$(TVMFORK) wheel --mode $(MODE) --variant $(VARIANT)
+	$(TVMFORK) wheel --mode $(MODE) --variant $(VARIANT) $(if $(PLATFORM),--platform $(PLATFORM))
 
 # The CUDA image: the Dockerfile runs `make checkout` and `make wheel MODE=source VARIANT=cuda`.
 image: $(VENV)/.installed

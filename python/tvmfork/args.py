@@ -85,6 +85,12 @@ def parser() -> argparse.ArgumentParser:
         help="overlay even with native patches, leaving them out",
     )
     w.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
+    w.add_argument(
+        "--platform",
+        help="overlay wheels: the platform of the stock wheel to overlay (linux_x86_64, "
+        "linux_aarch64, macosx_arm64, win_amd64: those the lock names), or all (default: "
+        "this machine's)",
+    )
     w.add_argument("--out", dest="out_dir", help="output folder (default: out/)")
     with_checkout(w)
     w.add_argument("--jobs", help="parallel compile jobs (source mode; default: all CPUs)")

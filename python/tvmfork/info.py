@@ -108,7 +108,8 @@ def render(data: dict[str, Any]) -> str:
     lines.append(f"  apache-tvm-ffi {ffi} ({verdict}: {man['tvm_ffi_requirement']})")
     plat = man.get("platform")
     if plat:
-        lines.append(f"  platform: {plat['tag']} (needs glibc >= {plat['glibc']})")
+        glibc = f" (needs glibc >= {plat['glibc']})" if plat.get("glibc") else ""
+        lines.append(f"  platform: {plat['tag']}{glibc}")
     for key in ("build", "toolchain"):
         if key in man:
             lines.append(f"  {key}: {json.dumps(man[key], sort_keys=True)}")

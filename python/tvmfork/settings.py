@@ -39,6 +39,9 @@ class WheelSettings:
     """Overlay a series that has native patches, leaving those out (said in the manifest)."""
     stock_wheel: Path | None = None
     """A local copy of the stock wheel to use instead of downloading it (offline use)."""
+    platform: str = ""
+    """Overlay wheels: the stock wheel's platform to overlay (`linux_aarch64`, ...), `all` for
+    each one the lock names, or empty for this machine's."""
 
 
 @dataclass
@@ -200,7 +203,7 @@ def overrides_from(args: Any) -> dict[str, Any]:
                 raise UsageError(f"--submodule takes PATH=SOURCE, not {item!r}")
             o["submodules"][path.strip("/")] = src
     for table, keys in (
-        ("wheel", ("mode", "variant", "python_only", "stock_wheel")),
+        ("wheel", ("mode", "variant", "python_only", "stock_wheel", "platform")),
         ("build", ("jobs", "cuda_architectures", "llvm_config", "ccache")),
     ):
         values = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}

@@ -35,6 +35,37 @@ def best_fit(lock: Lock) -> WheelFile | None:
     return best[1] if best else None
 
 
+def platform_name(wf: WheelFile) -> str:
+    """The wheel's platform, short: linux_x86_64, linux_aarch64, macosx_arm64, win_amd64
+    (a manylinux or macOS tag less its version), or the tag itself."""
+    plat = min(str(t.platform) for t in parse_wheel_filename(wf.filename)[3])
+    m = re.fullmatch(r"(manylinux|musllinux|macosx)(?:_\d+_\d+|\d+|1)?_(\w+)", plat)
+    if not m:
+        return plat
+    return f"{'linux' if m.group(1) == 'manylinux' else m.group(1)}_{m.group(2)}"
+
+
+def platform_tags(wf: WheelFile) -> list[str]:
+    """The platform tags of the wheel's name, for `pip download --platform`."""
+    return sorted({str(t.platform) for t in parse_wheel_filename(wf.filename)[3]})
+
+
+def select(lock: Lock, platform: str) -> list[WheelFile]:
+    """The lock's stock wheels for `platform`: "" this machine's, "all" each one, else the one
+    whose `platform_name` it is."""
+    if not platform:
+        return [pick(lock)]
+    if platform == "all":
+        return list(lock.wheel_files)
+    found = [wf for wf in lock.wheel_files if platform_name(wf) == platform]
+    if not found:
+        names = ", ".join(sorted(platform_name(wf) for wf in lock.wheel_files))
+        raise UsageError(
+            f"platform {platform!r}: the lock's stock wheels are for {names} (or give all)"
+        )
+    return found
+
+
 def pick(lock: Lock) -> WheelFile:
     """The lock's wheel file that best fits this interpreter and platform."""
     wf = best_fit(lock)
@@ -64,17 +95,25 @@ def verify(path: Path, expected: WheelFile) -> None:
         )
 
 
-def fetch(lock: Lock, cache_dir: Path, local: Path | None = None) -> tuple[Path, WheelFile]:
-    """Path to a verified stock wheel: `local` if given, else cached, else downloaded."""
+def fetch(
+    lock: Lock, cache_dir: Path, local: Path | None = None, wanted: WheelFile | None = None
+) -> tuple[Path, WheelFile]:
+    """Path to a verified stock wheel: `local` if given, else cached, else downloaded. The
+    wheel is `wanted` (any platform the lock names), by default the one for this machine."""
     if local is not None:
         if not local.is_file():
             raise UsageError(f"stock wheel {local} does not exist")
         expected = lock.wheel_file(local.name)
         if expected is None:
             raise UsageError(f"{local.name} is not one of the stock wheels named in the lock")
+        if wanted is not None and wanted != expected:
+            raise UsageError(
+                f"the local stock wheel {local.name} is not the {platform_name(wanted)} one "
+                f"({wanted.filename})"
+            )
         verify(local, expected)
         return local, expected
-    expected = pick(lock)
+    expected = wanted or pick(lock)
     wheels = cache_dir / "wheels"
     path = wheels / expected.filename
     if not path.is_file():
@@ -92,6 +131,7 @@ def fetch(lock: Lock, cache_dir: Path, local: Path | None = None) -> tuple[Path,
                     ":all:",
                     "--dest",
                     wheels,
+                    *(f"--platform={tag}" for tag in platform_tags(expected)),
                     f"{lock.wheel_project}=={version}",
                 ],
                 echo=True,

@@ -122,10 +122,13 @@ def upstream(tmp_path: Path) -> Upstream:
     )
 
 
-def make_stock_wheel(dir: Path, body: str = PY_TEXT) -> Path:
-    """A small wheel shaped like apache-tvm's: tvm/ files plus a dist-info."""
+def make_stock_wheel(
+    dir: Path, body: str = PY_TEXT, platform: str = "any", crlf: bool = False
+) -> Path:
+    """A small wheel shaped like apache-tvm's: tvm/ files plus a dist-info; `crlf`: its Python
+    files end lines with CRLF, as upstream's Windows wheel's do."""
     dir.mkdir(parents=True, exist_ok=True)
-    path = dir / "apache_tvm-1.0.0-py3-none-any.whl"
+    path = dir / f"apache_tvm-1.0.0-py3-none-{platform}.whl"
     info = "apache_tvm-1.0.0.dist-info"
     files = {
         "tvm/__init__.py": "",
@@ -134,8 +137,10 @@ def make_stock_wheel(dir: Path, body: str = PY_TEXT) -> Path:
         "tvm/lib/libtvm.so": "\x7fELF" + "x" * 5000,
         f"{info}/METADATA": "Metadata-Version: 2.4\nName: apache-tvm\nVersion: 1.0.0\n"
         "Requires-Dist: apache-tvm-ffi>=0.1.0\nRequires-Dist: numpy\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-any\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-{platform}\n",
     }
+    if crlf:
+        files = {n: t.replace("\n", "\r\n") if n.endswith(".py") else t for n, t in files.items()}
     record = "".join(f"{n},sha256=x,{len(t)}\n" for n, t in files.items()) + f"{info}/RECORD,,\n"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, text in files.items():

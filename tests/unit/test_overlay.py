@@ -7,6 +7,7 @@ import csv
 import hashlib
 import io
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -175,3 +176,86 @@ def test_a_python_patch_needing_a_native_one_is_left_out_with_it(
     assert "use-the-native-fix.patch" in res.left_out
     with zipfile.ZipFile(res.path) as zf:
         assert "tvm/relax/uses_native.py" not in zf.namelist()
+
+
+@pytest.mark.parametrize(
+    ("filename", "name"),
+    [
+        (
+            "apache_tvm-0.26.0-py3-none-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            "linux_x86_64",
+        ),
+        (
+            "apache_tvm-0.26.0-py3-none-manylinux_2_27_aarch64.manylinux_2_28_aarch64.whl",
+            "linux_aarch64",
+        ),
+        ("apache_tvm-0.26.0-py3-none-manylinux2014_aarch64.whl", "linux_aarch64"),
+        ("apache_tvm-0.26.0-py3-none-macosx_11_0_arm64.whl", "macosx_arm64"),
+        ("apache_tvm-0.26.0-py3-none-win_amd64.whl", "win_amd64"),
+    ],
+)
+def test_platform_names(filename: str, name: str) -> None:
+    assert stock.platform_name(lockmod.WheelFile(filename, "0" * 64)) == name
+
+
+def _with_platform_wheels(fork: Fork, tmp_path: Path) -> Path:
+    """The lock names two more stock wheels (aarch64; Windows, CRLF), all three in the cache
+    (no local stock wheel); the cache's wheels folder."""
+    wheels = tmp_path / "cache" / "wheels"
+    added = [
+        make_stock_wheel(wheels, platform="manylinux_2_28_aarch64"),
+        make_stock_wheel(wheels, platform="win_amd64", crlf=True),
+    ]
+    shutil.copy(fork.wheel, wheels)
+    lock = fork.root / "patches/lock.toml"
+    entries = "".join(
+        f'\n[[stock_wheel.file]]\nfilename = "{w.name}"\n'
+        f'sha256 = "{hashlib.sha256(w.read_bytes()).hexdigest()}"\n'
+        for w in added
+    )
+    text = lock.read_text()
+    lock.write_text(text.replace("\n[tvm_ffi]", entries + "\n[tvm_ffi]"))
+    local = fork.root / "tvmfork.local.toml"
+    local.write_text(local.read_text().split("[wheel]")[0])
+    return wheels
+
+
+def test_overlay_wheels_for_every_platform_of_the_lock(
+    py_fork: Fork, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _with_platform_wheels(py_fork, tmp_path)
+    built: dict[str, dict[str, bytes]] = {}
+    for out in ("a", "b"):
+        args = ["wheel", "--mode", "overlay", "--platform", "all", "--out", str(tmp_path / out)]
+        assert py_fork.run(*args) == 0
+        built[out] = {p.name: p.read_bytes() for p in (tmp_path / out).glob("*.whl")}
+    assert built["a"] == built["b"]  # byte-reproducible
+    assert sorted(n.rsplit("-", 1)[1] for n in built["a"]) == [
+        "any.whl",
+        "manylinux_2_28_aarch64.whl",
+        "win_amd64.whl",
+    ]
+    for name in built["a"]:
+        with zipfile.ZipFile(tmp_path / "a" / name) as zf:
+            manifest = json.loads(zf.read("tvm/fork_manifest.json"))
+            assert name.endswith(f"-{manifest['platform']['tag']}.whl")
+            fixed = zf.read("tvm/relax/legalize.py")
+            version = zf.read("tvm/_version.py")
+            assert b"return x - 3" in fixed
+            if name.endswith("win_amd64.whl"):  # patched on LF copies, CRLF kept
+                for data in (fixed, version, zf.read("tvm/relax/new_mod.py")):
+                    assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+            else:
+                assert b"\r" not in fixed
+    assert "platform win_amd64" in capsys.readouterr().out
+
+
+def test_an_unknown_platform_names_the_lock_s(
+    py_fork: Fork, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _with_platform_wheels(py_fork, tmp_path)
+    assert py_fork.run("wheel", "--mode", "overlay", "--platform", "linux_riscv64") == 2
+    err = capsys.readouterr().err
+    assert "'linux_riscv64'" in err and "any, linux_aarch64, win_amd64 (or give all)" in err
+    assert py_fork.run("wheel", "--mode", "source", "--platform", "linux_aarch64") == 2
+    assert "a source build is for this machine's platform" in capsys.readouterr().err

@@ -12,17 +12,22 @@ from pathlib import Path
 
 from tvmfork import stock, ui
 from tvmfork.errors import SourceError, ToolchainError, UsageError
-from tvmfork.lock import Lock
+from tvmfork.lock import Lock, WheelFile
 from tvmfork.series import Series
 from tvmfork.settings import Settings
 from tvmfork.wheel import overlay, source
 
 
 def overlay_wheel(
-    settings: Settings, lock: Lock, series: Series, python_only: bool
+    settings: Settings,
+    lock: Lock,
+    series: Series,
+    python_only: bool,
+    wanted: WheelFile | None = None,
 ) -> overlay.OverlayResult:
-    """The overlay wheel of `series` on the lock's stock wheel (fetched and verified)."""
-    path, _ = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
+    """The overlay wheel of `series` on the lock's stock wheel `wanted` (default: this
+    machine's), fetched and verified."""
+    path, _ = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel, wanted)
     with ui.step(f"overlay wheel from {path.name}"):
         return overlay.build(lock, series, path, settings.out_dir, python_only)
 
@@ -51,11 +56,16 @@ def _source(settings: Settings, lock: Lock, series: Series, root: Path) -> list[
 def build(settings: Settings, lock: Lock, series: Series, root: Path) -> list[str]:
     """Build the wheel `settings.wheel` asks for; the summary to print."""
     ws = settings.wheel
+    if ws.platform and ws.mode == "source":
+        raise UsageError(
+            f"--platform {ws.platform}: a source build is for this machine's platform; "
+            "other platforms' wheels are overlays (--mode overlay)"
+        )
     if ws.mode == "source":
         return _source(settings, lock, series, root)
     native = [p.name for p in series.patches if series.needs_build(p)]
     python_only = ws.python_only
-    if ws.mode == "auto" and native and not python_only:
+    if ws.mode == "auto" and native and not python_only and not ws.platform:
         why_not = source_unavailable(settings, lock, series, root)
         if why_not is None:
             ui.note(f"auto: the series has {len(native)} native patch(es): building from source")
@@ -70,15 +80,23 @@ def build(settings: Settings, lock: Lock, series: Series, root: Path) -> list[st
             f"note: an overlay wheel keeps the stock wheel's binaries (CUDA-enabled); "
             f"variant {ws.variant!r} only selects source builds"
         )
-    start = time.monotonic()
-    res = overlay_wheel(settings, lock, series, python_only)
-    size = res.path.stat().st_size / 1e6
-    lines = [
-        f"built {res.path} ({size:.1f} MB) in {time.monotonic() - start:.1f} s",
-        f"  version {res.version}; mode overlay",
-        f"  included ({len(res.included)}): {', '.join(res.included) or 'none'}",
-    ]
-    if res.left_out:
-        names = ", ".join(res.left_out)
-        lines.append(f"  LEFT OUT ({len(res.left_out)}, need a source build): {names}")
+    if ws.mode == "auto" and native and ws.platform:
+        ui.note(
+            f"auto: --platform {ws.platform} builds overlay wheels, WITHOUT the native "
+            f"patch(es): {', '.join(native)}"
+        )
+        python_only = True
+    lines = []
+    for wanted in stock.select(lock, ws.platform):
+        start = time.monotonic()
+        res = overlay_wheel(settings, lock, series, python_only, wanted)
+        size = res.path.stat().st_size / 1e6
+        lines += [
+            f"built {res.path} ({size:.1f} MB) in {time.monotonic() - start:.1f} s",
+            f"  version {res.version}; mode overlay; platform {res.platform}",
+            f"  included ({len(res.included)}): {', '.join(res.included) or 'none'}",
+        ]
+        if res.left_out:
+            names = ", ".join(res.left_out)
+            lines.append(f"  LEFT OUT ({len(res.left_out)}, need a source build): {names}")
     return lines

@@ -29,11 +29,14 @@ def to_wheel_path(source_path: str) -> str:
 
 
 def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, bytes | None]:
-    """Wheel path -> new content (None: deleted) after the patches' Python hunks, in order."""
+    """Wheel path -> new content (None: deleted) after the patches' Python hunks, in order.
+    A file with CRLF line ends (upstream's Windows wheel has them) is patched on an LF copy
+    and keeps its CRLF; a new file gets CRLF when the files it was patched beside had them."""
     touched = sorted({f for p in patches for f in p.python_files})
     if not touched:
         return {}
     names = set(stock.namelist())
+    crlf: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="tvmfork-overlay-") as tmp:
         root = Path(tmp)
         for src in touched:
@@ -41,7 +44,11 @@ def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, byt
             if wheel_path in names:
                 target = root / src
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(stock.read(wheel_path))
+                data = stock.read(wheel_path)
+                if b"\r\n" in data:
+                    crlf.add(src)
+                    data = data.replace(b"\r\n", b"\n")
+                target.write_bytes(data)
         env = {"GIT_CEILING_DIRECTORIES": str(root.parent)}
         for p in patches:
             if not p.python_files:
@@ -60,7 +67,11 @@ def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, byt
         out: dict[str, bytes | None] = {}
         for src in touched:
             target = root / src
-            out[to_wheel_path(src)] = target.read_bytes() if target.is_file() else None
+            data = target.read_bytes() if target.is_file() else None
+            new = to_wheel_path(src) not in names
+            if data is not None and (src in crlf or (new and crlf)):
+                data = data.replace(b"\n", b"\r\n")
+            out[to_wheel_path(src)] = data
         return out
 
 
@@ -89,6 +100,7 @@ class OverlayResult:
     version: str
     included: list[str]
     left_out: list[str]
+    platform: str  # the stock wheel's platform tags: manylinux_2_27_aarch64.manylinux_2_28_aarch64
 
 
 def local_version(base: str, series: Series, python_only_cut: bool) -> str:
@@ -97,7 +109,7 @@ def local_version(base: str, series: Series, python_only_cut: bool) -> str:
 
 def _rewrite_version_py(text: str, version: str) -> str:
     return re.sub(
-        r"(?m)^__version__ = version = .*$", f"__version__ = version = {version!r}", text, count=1
+        r"(?m)^__version__ = version = [^\r\n]*", f"__version__ = version = {version!r}", text, count=1
     )
 
 
@@ -121,7 +133,8 @@ def build(
         )
     included = only if only is not None else [p for p in series.patches if p not in native]
     left_out = [p for p in series.patches if p not in included]
-    _, base_version, _, _ = parse_wheel_filename(stock_path.name)
+    _, base_version, _, tags = parse_wheel_filename(stock_path.name)
+    platform = ".".join(sorted({t.platform for t in tags}))
     version = local_version(str(base_version), series, python_only_cut=bool(left_out))
     out_path = out_dir / repack.out_name(stock_path, version)
     meta = repack.dist_info(stock_path) + "METADATA"
@@ -135,7 +148,7 @@ def build(
             version=version,
             mode="overlay",
             variant="stock-binary",
-            extra={"base_wheel": stock_path.name},
+            extra={"base_wheel": stock_path.name, "platform": {"tag": platform}},
         )
         changed[manifest.MANIFEST_PATH] = manifest.dumps(man)
         version_py = WHEEL_PREFIX + "_version.py"
@@ -152,4 +165,5 @@ def build(
         version=version,
         included=[p.name for p in included],
         left_out=[p.name for p in left_out],
+        platform=platform,
     )
