@@ -217,14 +217,31 @@ def parser() -> argparse.ArgumentParser:
         help="run one side only (no regression check then); default both",
     )
     cf.add_argument(
-        "--target", default="llvm", help="TVM target, or 'host' for the host's ISA (llvm)"
+        "--target",
+        default="llvm",
+        help="TVM target, or 'host' for the host's ISA (llvm), or aarch64 (64-bit Arm Linux, "
+        "NEON; run on a device of --rpc-tracker)",
+    )
+    cf.add_argument(
+        "--rpc-tracker",
+        metavar="HOST:PORT",
+        help="run each case on a device this TVM RPC tracker hands out (python -m "
+        "tvm.exec.rpc_tracker); the reference is computed here. Correctness only: no timings",
+    )
+    cf.add_argument("--rpc-key", metavar="KEY", help="the key the tracker's devices registered")
+    cf.add_argument(
+        "--cross-cc",
+        metavar="CXX",
+        help="the C++ compiler that links each case's library for the device (default for "
+        "aarch64: aarch64-linux-gnu-g++)",
     )
     cf.add_argument(
         "--jobs",
         dest="side_jobs",
         type=int,
         default=1,
-        help="2: run the stock and fork sides at the same time (timings then compete)",
+        help="workers at once, shared out over the sides: 2 runs stock and fork at the same "
+        "time (timings then compete); with an RPC tracker, one per device",
     )
     cf.add_argument("--timeout", type=float, help="seconds per case (default 120 node, 1200 model)")
     cf.add_argument(

@@ -19,14 +19,15 @@ def run(
     sides: dict[str, Path],
     out: Path,
     target: str,
-    parallel: bool,
+    jobs: int = 1,
     threads: int | None = None,
     path: Path | None = None,
+    remote: spec.Remote | None = None,
 ) -> list[Result]:
     """Every case on every side (side name -> its interpreter), one progress line per case;
     worker logs go to `out`. `threads`: TVM, PyTorch and ONNX Runtime all use that many
     (default: each its own default). `path`: a folder of packages both sides' workers see
-    (`--with`), after their own."""
+    (`--with`), after their own. `remote`: each case runs on a device of an RPC tracker."""
     ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
 
     def progress(i: int, case: CaseSpec, by_side: dict[str, Result]) -> None:
@@ -43,4 +44,8 @@ def run(
         env.update({spec.THREADS_VAR: str(threads), "TVM_NUM_THREADS": str(threads)})
     if path is not None:
         env[spec.EXTRA_PATH_VAR] = str(path)
-    return run_cases(cases, sides, out, env, progress, parallel=parallel)
+    if remote is not None:
+        env[spec.RPC_VAR] = f"{remote.tracker}:{remote.key}"
+        if remote.cross_cc:
+            env[spec.CROSS_CC_VAR] = remote.cross_cc
+    return run_cases(cases, sides, out, env, progress, jobs=jobs)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tvmfork import conformance, sides, ui, venvs
-from tvmfork.conformance import report, suites
+from tvmfork.conformance import remote, report, suites
 from tvmfork.conformance.runner import Result
 from tvmfork.errors import UsageError
 from tvmfork.lock import Lock
@@ -28,6 +28,8 @@ def check_options(a: argparse.Namespace) -> list[str]:
     """The suites to run; a usage error for a bad option, before anything is built."""
     if a.threads is not None and a.threads < 1:
         raise UsageError(f"--threads {a.threads}: give a count of 1 or more")
+    if a.side_jobs < 1:
+        raise UsageError(f"--jobs {a.side_jobs}: give a count of 1 or more")
     if a.report and (Path(a.report).suffix in (".md", ".jsonl") or Path(a.report).is_file()):
         folder = Path(a.report).parent
         raise UsageError(
@@ -43,6 +45,7 @@ def run(
     a: argparse.Namespace, settings: Settings, lock: Lock, series: Series, root: Path
 ) -> Outcome:
     names = check_options(a)
+    target, device = remote.resolve(a.target, a.rpc_tracker, a.rpc_key, a.cross_cc)
     extra_reqs = venvs.with_packages(a.with_pkgs)
     hf_dirs = [suites.hf_dir(Path(d)) for d in a.hf]
     pair = sides.test_sides(settings, lock, series, root, stock_ffi=a.stock_ffi)
@@ -53,7 +56,10 @@ def run(
             extra_path = venvs.extras(
                 settings.cache_dir / "venvs", deps, extra_reqs, python=settings.python
             )
-    limits = suites.Limits(reps=0 if a.no_bench else a.reps, ort=a.ort)
+    if device is not None:
+        ui.note(remote.preflight(device, pair.stock))
+    timed = not (a.no_bench or device)  # a remote device's times are not measured
+    limits = suites.Limits(reps=a.reps if timed else 0, ort=a.ort and timed)
     if a.timeout:
         limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
     with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
@@ -76,13 +82,25 @@ def run(
     out = Path(a.report).resolve() if a.report else settings.out_dir / "conformance"
     start = time.monotonic()
     results: list[Result] = conformance.run(
-        cases, pythons, out, a.target, parallel=a.side_jobs > 1, threads=a.threads, path=extra_path
+        cases,
+        pythons,
+        out,
+        target,
+        jobs=a.side_jobs,
+        threads=a.threads,
+        path=extra_path,
+        remote=device,
     )
     context = f"target {a.target}, threads {a.threads or 'default'}"
+    if device is not None:
+        context += (
+            f", on devices of RPC tracker {device.tracker} (key {device.key}); correctness "
+            "only, no timings"
+        )
     if extra_reqs:
         context += f", with {' '.join(extra_reqs)}"
-    if a.side_jobs > 1:
-        context += ", both sides at once: timings compete"
+    if a.side_jobs > 1 and device is None:
+        context += f", {a.side_jobs} workers at once: timings compete"
     jsonl, md = report.write(results, out, context)
     lines = [*report.summary(results), *report.speed_table(results, context)]
     lines.append(f"report: {md}\nresults: {jsonl}\n({time.monotonic() - start:.0f} s)")

@@ -227,23 +227,29 @@ def run_cases(
     log_dir: Path,
     env: dict[str, str],
     on_case: Callable[[int, CaseSpec, dict[str, Result]], None],
-    parallel: bool = False,
+    jobs: int = 1,
 ) -> list[Result]:
     """Every case on every side; `on_case(index, case, results by side)` after each case, in
-    order. With `parallel`, the sides run at the same time (one thread each): faster, but
-    their timings then compete for the cores."""
-    workers = {s: Worker(s, py, log_dir / f"{s}.log", env) for s, py in sides.items()}
+    order. `jobs` workers run at once, shared out over the sides (2 with two sides: one
+    each; 4: two each, taking the side's cases in turn, e.g. one per device of an RPC
+    tracker); with more than one, timings compete for the cores."""
+    per_side = max(1, jobs // len(sides))
+    workers = {
+        s: [Worker(s, py, log_dir / f"{s}{f'-{k}' if k else ''}.log", env) for k in range(per_side)]
+        for s, py in sides.items()
+    }
     done: list[dict[str, Result]] = [{} for _ in cases]
     lock = threading.Condition()
     reported = 0
+    next_case = dict.fromkeys(sides, 0)
 
-    def one(side: str, i: int) -> None:
+    def one(side: str, i: int, worker: Worker) -> None:
         nonlocal reported
         case = cases[i]
         if case.skip:
             r = Result(case.suite, case.name, side, "not run", "", case.skip)
         else:
-            r = workers[side].run(case)
+            r = worker.run(case)
         with lock:
             done[i][side] = r
             while reported < len(cases) and len(done[reported]) == len(sides):
@@ -251,21 +257,30 @@ def run_cases(
                 reported += 1
             lock.notify_all()
 
-    def side_loop(side: str) -> None:
-        for i in range(len(cases)):
-            one(side, i)
+    def worker_loop(side: str, worker: Worker) -> None:
+        while True:
+            with lock:
+                i = next_case[side]
+                next_case[side] += 1
+            if i >= len(cases):
+                return
+            one(side, i, worker)
 
     try:
-        if parallel and len(sides) > 1:
+        if jobs > 1:
             errors: list[BaseException] = []
 
-            def guarded(side: str) -> None:
+            def guarded(side: str, worker: Worker) -> None:
                 try:
-                    side_loop(side)
+                    worker_loop(side, worker)
                 except BaseException as exc:  # re-raised in the main thread
                     errors.append(exc)
 
-            threads = [threading.Thread(target=guarded, args=(s,), daemon=True) for s in sides]
+            threads = [
+                threading.Thread(target=guarded, args=(s, w), daemon=True)
+                for s, ws in workers.items()
+                for w in ws
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -276,8 +291,9 @@ def run_cases(
         else:
             for i in range(len(cases)):
                 for side in sides:
-                    one(side, i)
+                    one(side, i, workers[side][0])
     finally:
-        for w in workers.values():
-            w.stop()
+        for ws in workers.values():
+            for w in ws:
+                w.stop()
     return [r for d in done for r in d.values()]

@@ -15,6 +15,8 @@ from typing import Any
 TARGET_VAR = "CONFORMANCE_TARGET"  # the TVM target the worker compiles for
 THREADS_VAR = "CONFORMANCE_THREADS"  # threads for PyTorch and ONNX Runtime (TVM: TVM_NUM_THREADS)
 EXTRA_PATH_VAR = "CONFORMANCE_EXTRA_PATH"  # a folder of packages (`--with`), after the venv's
+RPC_VAR = "CONFORMANCE_RPC"  # HOST:PORT:KEY: run each compiled case on a device of that tracker
+CROSS_CC_VAR = "CONFORMANCE_CROSS_CC"  # the C++ compiler that links the library for the device
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,14 @@ class Spec:
         if unknown:
             raise ValueError(f"unknown case spec key(s): {sorted(unknown)}")
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Where cases run when not on this machine: a device that the RPC tracker `tracker`
+    (HOST:PORT) hands out for `key`; the library is linked here by `cross_cc` (a C++
+    compiler for the device's triple; empty: the default one)."""
+
+    tracker: str
+    key: str
+    cross_cc: str = ""

@@ -8,8 +8,10 @@ stage begins (so a crash or a hang is charged to the stage it happened in) and o
 stdout stays the protocol.
 
 Stages, in order: load (build the model / read the files), export (torch.export; torch cases),
-import (the Relax frontend), compile (tvm.compile), run (the VM), numerics (the comparison with
-the reference). A case that passes them all is `ok`.
+import (the Relax frontend), compile (tvm.compile), upload (remote devices only: the library
+linked by the cross compiler, a fresh RPC session from the tracker, the library loaded there),
+run (the VM), numerics (the comparison with the reference, computed here). A case that passes
+them all is `ok`.
 
 `python worker.py gen-onnx-node DIR` writes ONNX's node conformance cases, from the generators
 the onnx wheel ships, into DIR in ONNX's own layout (model.onnx, test_data_set_0/input_N.pb,
@@ -29,9 +31,23 @@ from pathlib import Path
 from typing import Any
 
 try:  # imported as part of tvmfork (unit tests)
-    from tvmfork.conformance.spec import EXTRA_PATH_VAR, TARGET_VAR, THREADS_VAR, Spec
+    from tvmfork.conformance.spec import (
+        CROSS_CC_VAR,
+        EXTRA_PATH_VAR,
+        RPC_VAR,
+        TARGET_VAR,
+        THREADS_VAR,
+        Spec,
+    )
 except ImportError:  # run as a script inside a TVM venv, beside spec.py
-    from spec import EXTRA_PATH_VAR, TARGET_VAR, THREADS_VAR, Spec  # type: ignore[no-redef,import-not-found]
+    from spec import (  # type: ignore[no-redef,import-not-found]
+        CROSS_CC_VAR,
+        EXTRA_PATH_VAR,
+        RPC_VAR,
+        TARGET_VAR,
+        THREADS_VAR,
+        Spec,
+    )
 
 PROTO = sys.stdout
 
@@ -144,16 +160,80 @@ def compare(
     return "", worst
 
 
-def tvm_vm(mod: Any, target: str, case: Case) -> Any:
+def tvm_target(target: str) -> Any:
+    """ "host": this machine's ISA; a JSON object ({"kind": "llvm", "mtriple": ...}) or a target
+    string as tvm.target.Target takes them."""
+    import tvm
+
+    if target == "host":
+        return tvm.target.Target.from_device("cpu")
+    return tvm.target.Target(json.loads(target) if target.startswith("{") else target)
+
+
+class Compiled:
+    """A compiled module on its device: this machine's CPU, or a device of an RPC tracker.
+    `tensor` puts an array there; calling it runs `main` and returns its result (a remote
+    call goes through set_input / invoke_stateful / get_outputs: RPC returns no tuples)."""
+
+    def __init__(self, vm: Any, device: Any, session: Any = None) -> None:
+        self.vm, self.device, self.session = vm, device, session
+
+    def tensor(self, x: Any) -> Any:
+        import tvm
+
+        return tvm.runtime.tensor(x, self.device)
+
+    def __call__(self, *args: Any) -> Any:
+        if self.session is None:
+            return self.vm["main"](*args)
+        self.vm.set_input("main", *args)
+        self.vm.invoke_stateful("main")
+        return self.vm.get_outputs("main")
+
+
+def tvm_vm(mod: Any, target: str, case: Case) -> Compiled:
     import tvm
     from tvm import relax
 
     case.enter("compile")
     t = time.perf_counter()
-    tgt = tvm.target.Target.from_device("cpu") if target == "host" else tvm.target.Target(target)
-    ex = tvm.compile(mod, target=tgt)
+    ex = tvm.compile(mod, target=tvm_target(target))
     case.times["compile_s"] = time.perf_counter() - t
-    return relax.VirtualMachine(ex, tvm.cpu())
+    rpc = os.environ.get(RPC_VAR)
+    if rpc:
+        return remote_vm(ex, rpc, case)
+    return Compiled(relax.VirtualMachine(ex, tvm.cpu()), tvm.cpu())
+
+
+def remote_vm(ex: Any, rpc_spec: str, case: Case) -> Compiled:
+    """`ex` linked by the cross compiler, uploaded to a device the tracker HOST:PORT hands
+    out for KEY (a fresh session each case: a device that died serves no later case), and
+    loaded there."""
+    import tempfile
+
+    from tvm import relax, rpc
+    from tvm.support import cc
+
+    case.enter("upload")
+    host, port, key = rpc_spec.rsplit(":", 2)
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tvmfork-rpc-") as tmp:
+        lib = os.path.join(tmp, "case.so")
+        compiler = os.environ.get(CROSS_CC_VAR)
+        ex.export_library(lib, fcompile=cc.cross_compiler(compiler) if compiler else None)
+        tracker = rpc.connect_tracker(host, int(port))
+        queues = tracker.summary().get("queue_info", {})
+        if key not in queues:
+            have = ", ".join(sorted(queues)) or "none"
+            raise CaseFailed(
+                f"the tracker {host}:{port} has no device under key {key!r} (keys: {have})"
+            )
+        session = tracker.request(key, priority=1, max_retry=1)
+        session.upload(lib)
+    loaded = session.load_module("case.so")
+    device = session.cpu()
+    case.times["upload_s"] = time.perf_counter() - t
+    return Compiled(relax.VirtualMachine(loaded, device), device, session)
 
 
 def interleaved(fns: dict[str, Any], reps: int, budget_s: float) -> dict[str, float]:
@@ -239,11 +319,10 @@ def run_torch(case: Case, target: str) -> None:
         run_dynamic(case, vm, model, inputs, dynamic)
         return
     case.enter("run")
-    import tvm
 
-    args = [tvm.runtime.tensor(x.detach().numpy()) for x in inputs]
+    args = [vm.tensor(x.detach().numpy()) for x in inputs]
     t = time.perf_counter()
-    got = leaves(vm["main"](*args))
+    got = leaves(vm(*args))
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
     case.enter("numerics")
     problem, case.info["rel_err"] = compare(got, want, 0, 0, spec.rel_max)
@@ -255,7 +334,7 @@ def run_torch(case: Case, target: str) -> None:
             with torch.no_grad():
                 model(*inputs)
 
-        fns = {"torch": eager, "tvm": lambda: vm["main"](*args)}
+        fns = {"torch": eager, "tvm": lambda: vm(*args)}
         if spec.ort:
             ort_fn = ort_of_torch(case, model, inputs, want)
             if ort_fn is not None:
@@ -293,12 +372,11 @@ def resized(x: Any, dim: int, size: int) -> Any:
 
 
 def run_dynamic(
-    case: Case, vm: Any, model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]
+    case: Case, vm: Compiled, model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]
 ) -> None:
     """The module compiled once, run at each of dynamic["sizes"]: each matches PyTorch; with
     reps, the median ms of TVM and PyTorch at each size (`tvm_ms@N`, `torch_ms@N`)."""
     import torch
-    import tvm
 
     worst = 0.0
     for size in dynamic["sizes"]:
@@ -309,8 +387,8 @@ def run_dynamic(
                 args = (*args[:i], resized(args[i], d, size), *args[i + 1 :])
         with torch.no_grad():
             want = leaves(model(*args))
-        tvm_args = [tvm.runtime.tensor(x.detach().numpy()) for x in args]
-        got = leaves(vm["main"](*tvm_args))
+        tvm_args = [vm.tensor(x.detach().numpy()) for x in args]
+        got = leaves(vm(*tvm_args))
         case.enter("numerics")
         problem, rel = compare(got, want, 0, 0, case.spec.rel_max)
         worst = max(worst, rel)
@@ -322,7 +400,7 @@ def run_dynamic(
                 with torch.no_grad():
                     model(*args)
 
-            fns = {"torch": eager, "tvm": lambda a=tvm_args: vm["main"](*a)}
+            fns = {"torch": eager, "tvm": lambda a=tvm_args: vm(*a)}
             times = interleaved(fns, case.spec.reps, case.spec.budget_s)
             case.times.update({f"{k}@{size}": v for k, v in times.items()})
     case.info["rel_err"] = worst
@@ -367,11 +445,11 @@ def run_generate(
     )
     vm = tvm_vm(mod, target, case)
     case.enter("run")
-    state = [tvm.runtime.tensor(v.numpy()) for v in first]
+    state = [vm.tensor(v.numpy()) for v in first]
 
     def step(ids: Any, positions: Any) -> int:
         nonlocal state
-        out = vm["main"](tvm.runtime.tensor(ids), tvm.runtime.tensor(positions), *state)
+        out = vm(vm.tensor(ids), vm.tensor(positions), *state)
         outs = list(out) if not isinstance(out, tvm.runtime.Tensor) else [out]
         state = outs[len(outs) - len(state) :] if state else []
         return int(np.argmax(outs[0].numpy()[0, -1]))
@@ -518,7 +596,6 @@ def check_onnx(
 ) -> None:
     """Import, compile and run an ONNX model on `inputs` (in the graph's input order) and
     compare with `want`; with reps, time TVM and ONNX Runtime (`sess`, if any)."""
-    import tvm
     from tvm.relax.frontend.onnx import from_onnx
 
     spec = case.spec
@@ -530,9 +607,9 @@ def check_onnx(
     by_name = dict(zip(names, inputs, strict=True))
     params = [str(getattr(p, "name", None) or p.name_hint) for p in mod["main"].params]
     ordered = [by_name[n] for n in params] if set(params) <= set(by_name) else inputs
-    args = [tvm.runtime.tensor(x) for x in ordered]
+    args = [vm.tensor(x) for x in ordered]
     t = time.perf_counter()
-    got = leaves(vm["main"](*args))
+    got = leaves(vm(*args))
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
     case.enter("numerics")
     problem, rel = compare(got, want, spec.rtol, spec.atol, spec.rel_max)
@@ -541,7 +618,7 @@ def check_onnx(
     if problem:
         raise CaseFailed(problem)
     if spec.reps:
-        fns = {"tvm": lambda: vm["main"](*args)}
+        fns = {"tvm": lambda: vm(*args)}
         if sess is not None:
             feed = dict(zip(names, inputs, strict=True))
             fns["ort"] = lambda: sess.run(None, feed)

@@ -67,11 +67,11 @@ def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, byt
         out: dict[str, bytes | None] = {}
         for src in touched:
             target = root / src
-            data = target.read_bytes() if target.is_file() else None
+            patched = target.read_bytes() if target.is_file() else None
             new = to_wheel_path(src) not in names
-            if data is not None and (src in crlf or (new and crlf)):
-                data = data.replace(b"\n", b"\r\n")
-            out[to_wheel_path(src)] = data
+            if patched is not None and (src in crlf or (new and crlf)):
+                patched = patched.replace(b"\n", b"\r\n")
+            out[to_wheel_path(src)] = patched
         return out
 
 
@@ -109,7 +109,10 @@ def local_version(base: str, series: Series, python_only_cut: bool) -> str:
 
 def _rewrite_version_py(text: str, version: str) -> str:
     return re.sub(
-        r"(?m)^__version__ = version = [^\r\n]*", f"__version__ = version = {version!r}", text, count=1
+        r"(?m)^__version__ = version = [^\r\n]*",
+        f"__version__ = version = {version!r}",
+        text,
+        count=1,
     )
 
 

@@ -1,0 +1,98 @@
+"""Conformance on a device reached through TVM's RPC: which target and cross compiler a
+device's name stands for, and whether the tracker can hand one out before any case runs.
+
+Each case is still compiled here by its side's TVM; the worker links the library with the
+cross compiler, takes a fresh session from the tracker, uploads and runs it there, and
+compares with the reference computed here (worker.remote_vm).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from tvmfork import proc
+from tvmfork.conformance.spec import Remote
+from tvmfork.errors import ProcessError, UsageError
+
+
+@dataclass(frozen=True)
+class Device:
+    target: str  # as the worker takes it: a JSON object or a target string
+    cross_cc: str
+    needs_rpc: bool
+
+
+DEVICES = {
+    # 64-bit Arm Linux with NEON (every ARMv8-A core: Graviton, Jetson, Raspberry Pi 3 on)
+    "aarch64": Device(
+        json.dumps({"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mattr": ["+neon"]}),
+        "aarch64-linux-gnu-g++",
+        needs_rpc=True,
+    ),
+}
+
+SUMMARY = """
+import json, sys
+from tvm import rpc
+print(json.dumps(rpc.connect_tracker(sys.argv[1], int(sys.argv[2])).summary()))
+"""
+
+
+def resolve(
+    target: str, tracker: str | None, key: str | None, cross_cc: str | None
+) -> tuple[str, Remote | None]:
+    """The worker's target and the remote device, from the options; a usage error for a
+    combination that cannot run."""
+    device = DEVICES.get(target)
+    if tracker is None:
+        if key or cross_cc:
+            raise UsageError("--rpc-key and --cross-cc need --rpc-tracker HOST:PORT")
+        if device is not None and device.needs_rpc:
+            raise UsageError(
+                f"--target {target} runs on a device: give --rpc-tracker HOST:PORT and "
+                "--rpc-key KEY (README: 'Conformance on aarch64 through RPC')"
+            )
+        return target, None
+    host, sep, port = tracker.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UsageError(f"--rpc-tracker {tracker}: give HOST:PORT, e.g. 127.0.0.1:9190")
+    if not key:
+        raise UsageError("--rpc-tracker needs --rpc-key KEY (the key its servers registered)")
+    if target in ("host", "llvm") and device is None and cross_cc is None:
+        cross_cc = ""  # a device like this machine: the default compiler links for it
+    compiler = cross_cc if cross_cc is not None else (device.cross_cc if device else "")
+    if compiler and shutil.which(compiler) is None:
+        raise UsageError(
+            f"the cross compiler {compiler} is not installed (Debian: apt-get install "
+            f"{'g++-aarch64-linux-gnu' if 'aarch64' in compiler else compiler})"
+        )
+    return (device.target if device else target), Remote(tracker, key, compiler)
+
+
+def preflight(remote: Remote, python: Path, timeout: float = 30.0) -> str:
+    """The tracker's devices for the key, as a line; a usage error when the tracker does not
+    answer or has no server under the key (else every case would fail alike on both sides
+    and the run would gate nothing)."""
+    host, _, port = remote.tracker.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UsageError(f"RPC tracker {remote.tracker} is unreachable: {exc}") from exc
+    try:
+        out = proc.run([python, "-c", SUMMARY, host, port], timeout=timeout).stdout
+        summary = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+    except (ProcessError, ValueError, IndexError) as exc:
+        raise UsageError(f"RPC tracker {remote.tracker} gave no summary: {exc}") from exc
+    queues = summary.get("queue_info") or {}
+    if remote.key not in queues:
+        keys = ", ".join(sorted(queues)) or "none"
+        raise UsageError(
+            f"RPC tracker {remote.tracker} has no device under key {remote.key!r} "
+            f"(its keys: {keys})"
+        )
+    q = queues[remote.key]
+    return f"RPC tracker {remote.tracker}, key {remote.key}: {q.get('free', 0)} free device(s)"
