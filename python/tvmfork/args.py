@@ -230,6 +230,14 @@ def parser() -> argparse.ArgumentParser:
     )
     cf.add_argument("--rpc-key", metavar="KEY", help="the key the tracker's devices registered")
     cf.add_argument(
+        "--emulated",
+        type=int,
+        metavar="N",
+        help="with --target aarch64: start N aarch64 devices here for this run (qemu user "
+        "mode, a Debian arm64 root made by debootstrap, the fork's aarch64 wheel in it) "
+        "behind a tracker of its own, and stop them after; needs root",
+    )
+    cf.add_argument(
         "--cross-cc",
         metavar="CXX",
         help="the C++ compiler that links each case's library for the device (default for "

@@ -9,13 +9,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmfork import conformance, sides, ui, venvs
-from tvmfork.conformance import remote, report, suites
+from tvmfork import conformance, sides, stock, ui, venvs
+from tvmfork.conformance import devices, remote, report, suites
 from tvmfork.conformance.runner import Result
 from tvmfork.errors import UsageError
 from tvmfork.lock import Lock
 from tvmfork.series import Series
 from tvmfork.settings import Settings
+from tvmfork.wheel import build
 
 
 @dataclass
@@ -36,19 +37,77 @@ def check_options(a: argparse.Namespace) -> list[str]:
             f"--report {a.report}: give a folder (report.md and results.jsonl go in it), "
             f"e.g. --report {folder}"
         )
+    if a.emulated is not None:
+        if a.emulated < 1:
+            raise UsageError(f"--emulated {a.emulated}: give a count of 1 or more")
+        if a.target != "aarch64" or a.rpc_tracker:
+            raise UsageError("--emulated N runs --target aarch64, on a tracker of its own")
     names: list[str] = a.suites or ([] if a.onnx or a.torch_module or a.hf else ["ci"])
     suites.check_names(names)
     return names
+
+
+def emulated_devices(
+    a: argparse.Namespace,
+    settings: Settings,
+    lock: Lock,
+    series: Series,
+    root: Path,
+    stock_python: Path,
+    logs: Path,
+) -> devices.Devices:
+    """`a.emulated` aarch64 devices (not started yet): the Debian arm64 root, the fork's
+    aarch64 overlay wheel installed in it and imported there, and the tracker's packages."""
+    devices.check_emulation()
+    debian = devices.debian_root(settings.cache_dir)
+    wanted = stock.select(lock, "linux_aarch64")[0]
+    wheel = build.overlay_wheel(settings, lock, series, python_only=True, wanted=wanted)
+    site = devices.install_wheel(debian, wheel.path, stock.sha256_of(wheel.path))
+    ui.note(devices.check_root_tvm(debian, site, wheel.version))
+    deps = venvs.deps_venv(settings, root)[0]
+    tools = devices.rpc_tools(settings.cache_dir / "venvs", deps, settings.python)
+    server = devices.root_python(debian, site)
+    return devices.Devices(stock_python, tools, server, a.emulated, devices.EMULATED_KEY, logs)
 
 
 def run(
     a: argparse.Namespace, settings: Settings, lock: Lock, series: Series, root: Path
 ) -> Outcome:
     names = check_options(a)
+    pair = sides.test_sides(settings, lock, series, root, stock_ffi=a.stock_ffi)
+    out = Path(a.report).resolve() if a.report else settings.out_dir / "conformance"
+    if not a.emulated:
+        return _run(a, settings, root, names, pair, out)
+    with ui.step(f"start {a.emulated} emulated aarch64 device(s)"):
+        emulated = emulated_devices(a, settings, lock, series, root, pair.stock, out / "devices")
+        emulated.__enter__()
+    try:
+        ui.note(f"RPC tracker {emulated.tracker}; device logs in {out / 'devices'}")
+        jobs = max(a.side_jobs, a.emulated)
+        a = argparse.Namespace(
+            **{
+                **vars(a),
+                "rpc_tracker": emulated.tracker,
+                "rpc_key": emulated.key,
+                "side_jobs": jobs,
+            }
+        )
+        return _run(a, settings, root, names, pair, out)
+    finally:
+        emulated.stop()
+
+
+def _run(
+    a: argparse.Namespace,
+    settings: Settings,
+    root: Path,
+    names: list[str],
+    pair: sides.Sides,
+    out: Path,
+) -> Outcome:
     target, device = remote.resolve(a.target, a.rpc_tracker, a.rpc_key, a.cross_cc)
     extra_reqs = venvs.with_packages(a.with_pkgs)
     hf_dirs = [suites.hf_dir(Path(d)) for d in a.hf]
-    pair = sides.test_sides(settings, lock, series, root, stock_ffi=a.stock_ffi)
     extra_path = None
     if extra_reqs:
         with ui.step(f"packages for both sides: {' '.join(extra_reqs)}"):
@@ -79,7 +138,6 @@ def run(
     pythons = {"stock": pair.stock, "fork": pair.fork}
     if a.side != "both":
         pythons = {a.side: pythons[a.side]}
-    out = Path(a.report).resolve() if a.report else settings.out_dir / "conformance"
     start = time.monotonic()
     results: list[Result] = conformance.run(
         cases,

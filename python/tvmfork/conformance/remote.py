@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmfork import proc
+from tvmfork.conformance import devices
 from tvmfork.conformance.spec import Remote
 from tvmfork.errors import ProcessError, UsageError
 
@@ -34,12 +34,6 @@ DEVICES = {
         needs_rpc=True,
     ),
 }
-
-SUMMARY = """
-import json, sys
-from tvm import rpc
-print(json.dumps(rpc.connect_tracker(sys.argv[1], int(sys.argv[2])).summary()))
-"""
 
 
 def resolve(
@@ -83,11 +77,10 @@ def preflight(remote: Remote, python: Path, timeout: float = 30.0) -> str:
     except OSError as exc:
         raise UsageError(f"RPC tracker {remote.tracker} is unreachable: {exc}") from exc
     try:
-        out = proc.run([python, "-c", SUMMARY, host, port], timeout=timeout).stdout
-        summary = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
-    except (ProcessError, ValueError, IndexError) as exc:
+        queues = devices.summary(python, remote.tracker, timeout).get("queue_info") or {}
+    except (ProcessError, ValueError) as exc:
         raise UsageError(f"RPC tracker {remote.tracker} gave no summary: {exc}") from exc
-    queues = summary.get("queue_info") or {}
+    assert isinstance(queues, dict)
     if remote.key not in queues:
         keys = ", ".join(sorted(queues)) or "none"
         raise UsageError(
