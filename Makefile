@@ -13,7 +13,7 @@ PY := $(VENV)/bin/python
 TVMFORK := $(VENV)/bin/tvmfork
 
 .PHONY: all checkout wheel image test test-unit test-overlay test-conformance conformance bench-models \
-	test-native check lint clean
+	test-native test-aarch64 check lint clean
 
 all: wheel
 
@@ -54,6 +54,15 @@ test-conformance: $(VENV)/.installed
 # timings; report in out/conformance/. ARGS passes more options (ARGS="--jobs 2").
 conformance: $(VENV)/.installed
 	$(TVMFORK) conformance torchvision transformers transformers-onnx onnx-node $(ARGS)
+
+# The aarch64 lane (opt-in; root, Debian's qemu-user-static, debootstrap and
+# g++-aarch64-linux-gnu): the `device` suite (ci's ONNX node cases, 28 models) cross-compiled
+# here by each side and run on DEVICES aarch64 devices emulated here (qemu user mode, a Debian
+# arm64 root with the fork's aarch64 wheel) behind a TVM RPC tracker, started and stopped by
+# the run; stock vs fork, report in out/aarch64/. Correctness only: emulated times mean nothing.
+DEVICES ?= 2
+test-aarch64: $(VENV)/.installed
+	$(TVMFORK) conformance device --target aarch64 --emulated $(DEVICES) --report out/aarch64 $(ARGS)
 
 # Benchmark (not a test): the torchvision models on PyTorch eager, ONNX Runtime, stock and fork,
 # for TARGET (llvm or host) and THREADS (default 1); speed table in out/bench-$(TARGET)-$(THREADS)/.

@@ -167,8 +167,9 @@ def parser() -> argparse.ArgumentParser:
         "suites",
         nargs="*",
         metavar="SUITE",
-        help="torchvision, transformers, transformers-onnx, onnx-node, ci (default: ci, unless "
-        "--onnx/--torch-module is given)",
+        help="torchvision, transformers, transformers-onnx, onnx-node, ci, device (ci's node "
+        "cases and 28 models, for RPC devices) (default: ci, unless --onnx/--torch-module is "
+        "given)",
     )
     cf.add_argument(
         "--onnx",

@@ -11,6 +11,8 @@
 - `ci`: the subset `make test` runs: the node cases of the ops the series changes or
   schedules, a few small models (one of them the model a schedule rule once broke), and the
   transformers cases the series fixed.
+- `device`: the subset for a device reached through RPC (under emulation a model takes a
+  minute): ci's node cases, 12 torchvision models and 16 transformers cases.
 - a user's HuggingFace model folder (`--hf`: config.json and weights), loaded with
   `from_pretrained` by `transformers_models.from_pretrained`.
 - a user's folder of ONNX files (`--onnx`): each `NAME.onnx`, or `NAME/model.onnx` with ONNX's
@@ -34,7 +36,7 @@ from tvmfork.errors import ProcessError, UsageError
 
 TORCHVISION = Path(__file__).with_name("torchvision_models.py")
 TRANSFORMERS = Path(__file__).with_name("transformers_models.py")
-SUITES = ("torchvision", "transformers", "transformers-onnx", "onnx-node", "ci")
+SUITES = ("torchvision", "transformers", "transformers-onnx", "onnx-node", "ci", "device")
 
 # The node cases `ci` runs: ops the series' patches import, fold, lower or schedule (conv and
 # conv transpose, contractions, pooling, normalization, the elementwise ops the CPU rule keeps
@@ -89,6 +91,41 @@ CI_MODELS = ["squeezenet1_1", "mobilenet_v3_small", "swin_t"]
 # the static-cache export (llama-generate, gpt2-generate)
 CI_TRANSFORMERS = ["llama", "falcon", "mixtral", "bert-dynamic", "llama-generate", "gpt2-generate"]
 CI_TRANSFORMERS_ONNX = ["falcon"]
+# `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and
+# transformers of each kind: encoders, decoders (static, dynamic length, generation), MoE,
+# vision, speech
+DEVICE_MODELS = [
+    "alexnet",
+    "efficientnet_b0",
+    "googlenet",
+    "mnasnet0_5",
+    "mobilenet_v2",
+    "mobilenet_v3_small",
+    "regnet_x_400mf",
+    "resnet18",
+    "shufflenet_v2_x0_5",
+    "squeezenet1_1",
+    "swin_t",
+    "vit_b_32",
+]
+DEVICE_TRANSFORMERS = [
+    "bert",
+    "bert-dynamic",
+    "distilbert",
+    "t5-encoder",
+    "gpt2",
+    "gpt2-generate",
+    "llama",
+    "llama-dynamic",
+    "llama-generate",
+    "qwen2",
+    "falcon",
+    "mixtral",
+    "vit",
+    "convnext",
+    "segformer",
+    "wav2vec2",
+]
 
 
 @dataclass(frozen=True)
@@ -287,6 +324,14 @@ def collect(
             cases += torch_module(name, TRANSFORMERS, python, limits, patterns, route="onnx")
         elif name == "onnx-node":
             cases += onnx_node(cache, python, limits, patterns)
+        elif name == "device":
+            cases += onnx_node(cache, python, limits, CI_NODE, patterns)
+            cases += torch_module(
+                "torchvision", TORCHVISION, python, limits, DEVICE_MODELS, patterns
+            )
+            cases += torch_module(
+                "transformers", TRANSFORMERS, python, limits, DEVICE_TRANSFORMERS, patterns
+            )
         elif name == "ci":
             ci = dataclasses.replace(limits, reps=0)
             cases += onnx_node(cache, python, ci, CI_NODE, patterns)
