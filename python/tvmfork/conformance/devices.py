@@ -144,10 +144,19 @@ class Devices:
                 )
             time.sleep(0.5)
 
+    def busy(self, index: int) -> bool:
+        """Whether server `index` serves a session now: it forks a process for each one,
+        below the listening one it keeps (Linux /proc)."""
+        return len(descendants(self.servers[index].pid)) > 1
+
     def kill_server(self, index: int) -> None:
-        """Kill one server and its session children at once (as a device dies)."""
+        """Kill one server and its session processes at once (as a device dies)."""
+        below = descendants(self.servers[index].pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.servers[index].pid, signal.SIGKILL)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.servers[index].wait()
 
     def stop(self) -> None:
@@ -155,6 +164,15 @@ class Devices:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid` (the children of each of its threads, theirs, ...)."""
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            kids += [int(k) for k in (task / "children").read_text().split()]
+    return kids + [d for k in kids for d in descendants(k)]
 
 
 def _reachable(port: int) -> bool:

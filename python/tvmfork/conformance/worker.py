@@ -205,6 +205,19 @@ def tvm_vm(mod: Any, target: str, case: Case) -> Compiled:
     return Compiled(relax.VirtualMachine(ex, tvm.cpu()), tvm.cpu())
 
 
+ELF_MACHINES = {3: "x86", 40: "arm (32-bit)", 62: "x86_64", 183: "aarch64", 243: "riscv"}
+
+
+def elf_machine(path: str) -> str:
+    """The architecture an ELF shared library is built for (its header's e_machine)."""
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if head[:4] != b"\x7fELF":
+        return "a non-ELF format"
+    code = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+    return ELF_MACHINES.get(code, f"ELF machine {code}")
+
+
 def remote_vm(ex: Any, rpc_spec: str, case: Case) -> Compiled:
     """`ex` linked by the cross compiler, uploaded to a device the tracker HOST:PORT hands
     out for KEY (a fresh session each case: a device that died serves no later case), and
@@ -229,11 +242,28 @@ def remote_vm(ex: Any, rpc_spec: str, case: Case) -> Compiled:
                 f"the tracker {host}:{port} has no device under key {key!r} (keys: {have})"
             )
         session = tracker.request(key, priority=1, max_retry=1)
+        tracker.close()
         session.upload(lib)
-    loaded = session.load_module("case.so")
+        machine = elf_machine(lib)
+    try:
+        loaded = session.load_module("case.so")
+    except Exception as exc:
+        raise CaseFailed(
+            f"the device cannot load the library, which is built for {machine}: is the "
+            f"device {machine}? ({last_line(exc)})"
+        ) from exc
     device = session.cpu()
     case.times["upload_s"] = time.perf_counter() - t
     return Compiled(relax.VirtualMachine(loaded, device), device, session)
+
+
+def release_devices() -> None:
+    """End the case's RPC session now, not when the collector gets to it: the device goes
+    back to the tracker only when its session's connection closes, and a session kept alive
+    by a reference cycle (an exception's frames) would hold it through the next request."""
+    import gc
+
+    gc.collect()
 
 
 def interleaved(fns: dict[str, Any], reps: int, budget_s: float) -> dict[str, float]:
@@ -639,6 +669,8 @@ def run_case(spec: Spec, target: str) -> dict[str, Any]:
     except Exception as exc:
         status, error = "error", export_reason(exc) if case.stage == "export" else last_line(exc)
         traceback.print_exc(file=sys.stderr)
+    if os.environ.get(RPC_VAR):
+        release_devices()
     stage = "ok" if status == "ok" else case.stage
     return {"status": status, "stage": stage, "error": error, **case.times, **case.info}
 
