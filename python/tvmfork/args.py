@@ -221,7 +221,14 @@ def parser() -> argparse.ArgumentParser:
         "--target",
         default="llvm",
         help="TVM target, or 'host' for the host's ISA (llvm), or aarch64 (64-bit Arm Linux, "
-        "NEON; run on a device of --rpc-tracker)",
+        "NEON; run on a device of --rpc-tracker), or cuda (compile-only: each kernel "
+        "assembled by nvcc for --cuda-archs, not run)",
+    )
+    cf.add_argument(
+        "--cuda-archs",
+        default="sm_80,sm_89,sm_90",
+        metavar="SM[,SM]",
+        help="--target cuda: compile for the first, assemble for each (default sm_80,sm_89,sm_90)",
     )
     cf.add_argument(
         "--rpc-tracker",

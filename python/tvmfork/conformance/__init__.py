@@ -23,11 +23,13 @@ def run(
     threads: int | None = None,
     path: Path | None = None,
     remote: spec.Remote | None = None,
+    assemble: str = "",
 ) -> list[Result]:
     """Every case on every side (side name -> its interpreter), one progress line per case;
     worker logs go to `out`. `threads`: TVM, PyTorch and ONNX Runtime all use that many
     (default: each its own default). `path`: a folder of packages both sides' workers see
-    (`--with`), after their own. `remote`: each case runs on a device of an RPC tracker."""
+    (`--with`), after their own. `remote`: each case runs on a device of an RPC tracker.
+    `assemble` (sm_80,sm_90): compile-only, each CUDA kernel assembled for those."""
     ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
 
     def progress(i: int, case: CaseSpec, by_side: dict[str, Result]) -> None:
@@ -48,4 +50,6 @@ def run(
         env[spec.RPC_VAR] = f"{remote.tracker}:{remote.key}"
         if remote.cross_cc:
             env[spec.CROSS_CC_VAR] = remote.cross_cc
+    if assemble:
+        env[spec.ASSEMBLE_VAR] = assemble
     return run_cases(cases, sides, out, env, progress, jobs=jobs)

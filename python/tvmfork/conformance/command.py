@@ -106,6 +106,11 @@ def _run(
     out: Path,
 ) -> Outcome:
     target, device = remote.resolve(a.target, a.rpc_tracker, a.rpc_key, a.cross_cc)
+    archs = ""
+    if a.target == "cuda":  # compile-only
+        if device is not None:
+            raise UsageError("--target cuda is compile-only here: no --rpc-tracker")
+        target, archs = remote.cuda_target(a.cuda_archs), a.cuda_archs
     extra_reqs = venvs.with_packages(a.with_pkgs)
     hf_dirs = [suites.hf_dir(Path(d)) for d in a.hf]
     extra_path = None
@@ -117,7 +122,7 @@ def _run(
             )
     if device is not None:
         ui.note(remote.preflight(device, pair.stock))
-    timed = not (a.no_bench or device)  # a remote device's times are not measured
+    timed = not (a.no_bench or device or archs)  # a remote device's times are not measured
     limits = suites.Limits(reps=a.reps if timed else 0, ort=a.ort and timed)
     if a.timeout:
         limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
@@ -148,6 +153,7 @@ def _run(
         threads=a.threads,
         path=extra_path,
         remote=device,
+        assemble=archs,
     )
     context = f"target {a.target}, threads {a.threads or 'default'}"
     if device is not None:
@@ -157,6 +163,8 @@ def _run(
         )
     if extra_reqs:
         context += f", with {' '.join(extra_reqs)}"
+    if archs:
+        context += f", compile-only: each CUDA kernel assembled by nvcc for {archs}, not run"
     if a.side_jobs > 1 and device is None:
         context += f", {a.side_jobs} workers at once: timings compete"
     jsonl, md = report.write(results, out, context)

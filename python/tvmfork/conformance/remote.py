@@ -22,8 +22,12 @@ from tvmfork.errors import ProcessError, UsageError
 @dataclass(frozen=True)
 class Device:
     target: str  # as the worker takes it: a JSON object or a target string
-    cross_cc: str
-    needs_rpc: bool
+    cross_cc: str = ""
+    needs_rpc: bool = False
+    compile_only: bool = False  # CUDA: compiled here, each kernel assembled by nvcc; not run
+
+
+CUDA_ARCHS = "sm_80,sm_89,sm_90"  # A100, L4/L40/RTX 40, H100/H200
 
 
 DEVICES = {
@@ -33,7 +37,21 @@ DEVICES = {
         "aarch64-linux-gnu-g++",
         needs_rpc=True,
     ),
+    # NVIDIA GPUs, compile-only: the module compiled for the first architecture of
+    # --cuda-archs and its kernels assembled for each one
+    "cuda": Device("cuda", compile_only=True),
 }
+
+
+def cuda_target(archs: str) -> str:
+    """The cuda target for the first of `archs` (sm_80,sm_90), checked; nvcc must exist."""
+    names = [a.strip() for a in archs.split(",") if a.strip()]
+    bad = [a for a in names if not (a.startswith("sm_") and a[3:].rstrip("af").isdigit())]
+    if not names or bad:
+        raise UsageError(f"--cuda-archs {archs}: give CUDA architectures, e.g. {CUDA_ARCHS}")
+    if shutil.which("nvcc") is None:
+        raise UsageError("--target cuda (compile-only) needs nvcc, the CUDA toolkit's compiler")
+    return json.dumps({"kind": "cuda", "arch": names[0]})
 
 
 def resolve(

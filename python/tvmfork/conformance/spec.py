@@ -17,6 +17,9 @@ THREADS_VAR = "CONFORMANCE_THREADS"  # threads for PyTorch and ONNX Runtime (TVM
 EXTRA_PATH_VAR = "CONFORMANCE_EXTRA_PATH"  # a folder of packages (`--with`), after the venv's
 RPC_VAR = "CONFORMANCE_RPC"  # HOST:PORT:KEY: run each compiled case on a device of that tracker
 CROSS_CC_VAR = "CONFORMANCE_CROSS_CC"  # the C++ compiler that links the library for the device
+ASSEMBLE_VAR = (
+    "CONFORMANCE_ASSEMBLE"  # sm_80,sm_90: compile only, the CUDA kernels assembled for each
+)
 
 
 @dataclass(frozen=True)

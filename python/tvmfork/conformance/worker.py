@@ -11,7 +11,9 @@ Stages, in order: load (build the model / read the files), export (torch.export;
 import (the Relax frontend), compile (tvm.compile), upload (remote devices only: the library
 linked by the cross compiler, a fresh RPC session from the tracker, the library loaded there),
 run (the VM), numerics (the comparison with the reference, computed here). A case that passes
-them all is `ok`.
+them all is `ok`. Compile-only targets (CUDA without a GPU) end after assemble: each kernel
+of the compiled module assembled by nvcc (ptxas) for each architecture asked; `ok` there means
+compiled and assembled.
 
 `python worker.py gen-onnx-node DIR` writes ONNX's node conformance cases, from the generators
 the onnx wheel ships, into DIR in ONNX's own layout (model.onnx, test_data_set_0/input_N.pb,
@@ -32,6 +34,7 @@ from typing import Any
 
 try:  # imported as part of tvmfork (unit tests)
     from tvmfork.conformance.spec import (
+        ASSEMBLE_VAR,
         CROSS_CC_VAR,
         EXTRA_PATH_VAR,
         RPC_VAR,
@@ -41,6 +44,7 @@ try:  # imported as part of tvmfork (unit tests)
     )
 except ImportError:  # run as a script inside a TVM venv, beside spec.py
     from spec import (  # type: ignore[no-redef,import-not-found]
+        ASSEMBLE_VAR,
         CROSS_CC_VAR,
         EXTRA_PATH_VAR,
         RPC_VAR,
@@ -59,6 +63,10 @@ def send(obj: dict[str, Any]) -> None:
 
 class CaseFailed(Exception):
     """The case stopped at its current stage with this message (not a harness error)."""
+
+
+class CompileOnly(Exception):  # not an error: the end of a compile-only case
+    """The case compiled and assembled on a compile-only target: it ends there, ok."""
 
 
 class Case:
@@ -199,10 +207,43 @@ def tvm_vm(mod: Any, target: str, case: Case) -> Compiled:
     t = time.perf_counter()
     ex = tvm.compile(mod, target=tvm_target(target))
     case.times["compile_s"] = time.perf_counter() - t
+    archs = os.environ.get(ASSEMBLE_VAR)
+    if archs:
+        assemble(ex, archs.split(","), case)
+        raise CompileOnly()
     rpc = os.environ.get(RPC_VAR)
     if rpc:
         return remote_vm(ex, rpc, case)
     return Compiled(relax.VirtualMachine(ex, tvm.cpu()), tvm.cpu())
+
+
+def assemble(ex: Any, archs: list[str], case: Case) -> None:
+    """Each CUDA module's source assembled into a fatbin for `archs` by nvcc (ptxas behind
+    it); a kernel ptxas refuses fails the case, naming the architecture."""
+    import subprocess
+    import tempfile
+
+    case.enter("assemble")
+    t = time.perf_counter()
+
+    def cuda_modules(m: Any) -> list[Any]:
+        return ([m] if m.kind == "cuda" else []) + [c for i in m.imports for c in cuda_modules(i)]
+
+    sources = [m.inspect_source("") for m in cuda_modules(ex.mod)]
+    gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+    with tempfile.TemporaryDirectory(prefix="tvmfork-cuda-") as tmp:
+        for i, src in enumerate(sources):
+            cu = os.path.join(tmp, f"kernels{i}.cu")
+            with open(cu, "w") as f:
+                f.write(src)
+            cmd = ["nvcc", "--fatbin", "-O3", "-w", *gencode, "-o", cu[:-3] + ".fatbin", cu]
+            r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if r.returncode != 0:
+                lines = [ln for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+                raise CaseFailed(f"nvcc ({','.join(archs)}): {' | '.join(lines[-3:])[:400]}")
+    case.times["assemble_s"] = time.perf_counter() - t
+    case.info["kernels_assembled_for"] = ",".join(archs)
+    case.info["cuda_source_kb"] = round(sum(len(s) for s in sources) / 1024, 1)
 
 
 ELF_MACHINES = {3: "x86", 40: "arm (32-bit)", 62: "x86_64", 183: "aarch64", 243: "riscv"}
@@ -664,6 +705,8 @@ def run_case(spec: Spec, target: str) -> dict[str, Any]:
     send({"stage": "load"})
     try:
         (run_torch if spec.kind == "torch" else run_onnx)(case, target)
+    except CompileOnly:
+        pass
     except CaseFailed as exc:
         status, error = ("wrong" if case.stage == "numerics" else "error"), str(exc)
     except Exception as exc:
