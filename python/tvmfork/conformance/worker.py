@@ -85,6 +85,9 @@ def last_line(exc: BaseException) -> str:
     """The error's most telling line: TVM errors end with the check that failed."""
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if lines and lines[0] == "Compilation error:":  # a compiler's: its first message, not argv
+        problem = next((ln for ln in lines[1:] if "error" in ln or "ld:" in ln), lines[-1])
+        return f"{type(exc).__name__}: {problem}"[:400]
     for ln in reversed(lines):
         if "Check failed" in ln or ln.startswith(("InternalError", "TVMError", "ValueError")):
             return f"{type(exc).__name__}: {ln}"[:400]
@@ -112,6 +115,11 @@ def leaves(value: Any) -> list[Any]:
         # a shape value (R.shape, e.g. ONNX's Shape of a static input): ONNX's int64 tensor.
         # tvm_ffi's Shape is a tuple: without this it would be flattened into scalars
         return [np.array(tuple(value), dtype="int64")]
+    if type(value).__name__ == "RPCObjectRef":
+        raise CaseFailed(
+            "the result holds a value TVM's RPC cannot bring back from the device (an object "
+            "such as a shape, not a tensor): it cannot be compared"
+        )
     if isinstance(value, dict):
         return [x for v in value.values() for x in leaves(v)]
     if isinstance(value, (list, tuple)):
@@ -274,7 +282,14 @@ def remote_vm(ex: Any, rpc_spec: str, case: Case) -> Compiled:
     with tempfile.TemporaryDirectory(prefix="tvmfork-rpc-") as tmp:
         lib = os.path.join(tmp, "case.so")
         compiler = os.environ.get(CROSS_CC_VAR)
-        ex.export_library(lib, fcompile=cc.cross_compiler(compiler) if compiler else None)
+        # get_target_triple: a module with no kernels (shapes only) is packed into an object
+        # of that triple, not of this machine's (which the cross linker refuses)
+        fcompile = (
+            cc.cross_compiler(compiler, get_target_triple=cc.get_target_by_dump_machine(compiler))
+            if compiler
+            else None
+        )
+        ex.export_library(lib, fcompile=fcompile)
         tracker = rpc.connect_tracker(host, int(port))
         queues = tracker.summary().get("queue_info", {})
         if key not in queues:
