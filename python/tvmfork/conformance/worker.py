@@ -226,8 +226,8 @@ def tvm_vm(mod: Any, target: str, case: Case) -> Compiled:
 
 
 def assemble(ex: Any, archs: list[str], case: Case) -> None:
-    """Each CUDA module's source assembled into a fatbin for `archs` by nvcc (ptxas behind
-    it); a kernel ptxas refuses fails the case, naming the architecture."""
+    """Each CUDA module's source compiled to PTX by nvcc and assembled by ptxas into a fatbin
+    for each of `archs`; a kernel nvcc or ptxas refuses fails the case."""
     import subprocess
     import tempfile
 
@@ -238,7 +238,9 @@ def assemble(ex: Any, archs: list[str], case: Case) -> None:
         return ([m] if m.kind == "cuda" else []) + [c for i in m.imports for c in cuda_modules(i)]
 
     sources = [m.inspect_source("") for m in cuda_modules(ex.mod)]
-    gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+    # PTX once, for the oldest architecture; ptxas then assembles it for each one
+    oldest = min(archs, key=lambda a: int(a[3:].rstrip("af")))
+    gencode = [f"-arch=compute_{oldest[3:]}", f"-code={','.join(archs)}"]
     with tempfile.TemporaryDirectory(prefix="tvmfork-cuda-") as tmp:
         for i, src in enumerate(sources):
             cu = os.path.join(tmp, f"kernels{i}.cu")

@@ -1,0 +1,49 @@
+"""The CUDA lane, compile-only (`tvmfork conformance --target cuda`): each case compiled for
+CUDA by each side's TVM and every kernel assembled by nvcc (ptxas) for each architecture
+asked; no GPU is needed. Where nvcc is missing the tests skip, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.conformance,
+    pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) not installed"),
+]
+
+
+def _conformance(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "conformance", *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    print(r.stdout, r.stderr[-4000:], sep="\n", file=sys.stderr)
+    return r
+
+
+def test_ci_subset_compiles_for_cuda_with_no_regression(tmp_path: Path) -> None:
+    """ConvTranspose's node cases (test_convtranspose_output_shape failed to compile for CUDA
+    on the fork until matmul-rule-declines-an-epilogue-it-cannot-inline) and a CNN."""
+    args = ["ci", "-k", "test_convtranspose*,squeezenet1_1", "--target", "cuda", "--jobs", "2"]
+    r = _conformance(*args, "--cuda-archs", "sm_80,sm_90", "--report", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [json.loads(ln) for ln in (tmp_path / "results.jsonl").read_text().splitlines()]
+    fork = {row["case"]: row for row in rows if row["side"] == "fork"}
+    assert len(fork) >= 10 and "squeezenet1_1" in fork
+    for row in fork.values():
+        assert row["status"] == "ok", row
+        assert row["kernels_assembled_for"] == "sm_80,sm_90", row
+        assert "first_run_ms" not in row, row  # compiled, never run
+    assert "compile-only" in (tmp_path / "report.md").read_text() or "compile-only" in r.stdout
+    assert "0 regressions" in r.stdout
+
+
+def test_bad_architectures_are_a_usage_error(tmp_path: Path) -> None:
+    r = _conformance("ci", "--target", "cuda", "--cuda-archs", "sm80", "--report", str(tmp_path))
+    assert r.returncode == 2 and "--cuda-archs sm80: give CUDA architectures" in r.stderr
