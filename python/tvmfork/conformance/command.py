@@ -78,23 +78,15 @@ def run(
     out = Path(a.report).resolve() if a.report else settings.out_dir / "conformance"
     if not a.emulated:
         return _run(a, settings, root, names, pair, out)
-    with ui.step(f"start {a.emulated} emulated aarch64 device(s)"):
+    with ui.step(f"prepare {a.emulated} emulated aarch64 device(s)"):
         emulated = emulated_devices(a, settings, lock, series, root, pair.stock, out / "devices")
-        emulated.__enter__()
-    try:
-        ui.note(f"RPC tracker {emulated.tracker}; device logs in {out / 'devices'}")
+    ui.note(f"starting them (an emulated server imports TVM in seconds); logs in {emulated.logs}")
+    with emulated:  # stopped when the run ends, however it ends
+        ui.note(f"RPC tracker {emulated.tracker}, key {emulated.key}")
+        device = {"rpc_tracker": emulated.tracker, "rpc_key": emulated.key}
         jobs = max(a.side_jobs, a.emulated)
-        a = argparse.Namespace(
-            **{
-                **vars(a),
-                "rpc_tracker": emulated.tracker,
-                "rpc_key": emulated.key,
-                "side_jobs": jobs,
-            }
-        )
+        a = argparse.Namespace(**{**vars(a), **device, "side_jobs": jobs})
         return _run(a, settings, root, names, pair, out)
-    finally:
-        emulated.stop()
 
 
 def _run(
