@@ -1,14 +1,13 @@
-"""Patches import-castlike-refuse-the-casts-tvm-computes-wrongly,
+"""Patches import-castlike-saturate-float8-casts-as-onnx-says,
 refuse-roialign-s-max-mode-which-topi-computes-otherwise and refuse-dropout-in-training-mode-
 instead-of-the-identity: the ONNX importer imports CastLike, and says so where TVM would compute
 another result than ONNX defines (found by ONNX's node conformance cases). Each patch's
-`Regression-Test:` trailers name its tests here.
+`Regression-Test:` trailers name its tests here (the float8 casts': test_float8_cast.py).
 
-On stock 0.26.0: CastLike is not implemented; a float8 Cast returns wrong values (0 reads back
-as 2^-7, NaN as 1.5, 1e6 as -15; the FNUZ types with the wrong exponent bias); RoiAlign's max
-mode pools another maximum than ONNX's; Dropout in training mode returns its input unchanged.
-On the fork each is an error that names the op and the reason: at import, or, for a
-training_mode known only at run time, when the compiled model runs.
+On stock 0.26.0: CastLike is not implemented; RoiAlign's max mode pools another maximum than
+ONNX's; Dropout in training mode returns its input unchanged. On the fork CastLike matches
+ONNX's reference, and the others are errors that name the op and the reason: at import, or, for
+a training_mode known only at run time, when the compiled model runs.
 """
 
 from __future__ import annotations
@@ -31,25 +30,6 @@ def test_castlike_imports() -> None:
     }
     node = helper.make_node("CastLike", ["x", "like"], ["y"])
     check(node_model(node, inputs, [out("y", TensorProto.FLOAT16)], 19), inputs)
-
-
-@pytest.mark.parametrize(
-    ("src", "dst"),
-    [
-        ("float32", "float8_e4m3fn"),
-        ("float8_e4m3fn", "float32"),
-        ("float32", "float8_e5m2fnuz"),
-    ],
-)
-def test_float8_cast_is_refused_at_import(src: str, dst: str) -> None:
-    """What stock computes instead: 0 -> 2^-7 (e4m3fn to float), 1e6 -> -15, NaN -> 1.5."""
-    import ml_dtypes  # noqa: F401  (numpy's float8 types)
-
-    x = np.array([0.0, 0.5, 1e6, np.nan], dtype="float32").astype(src)
-    to = helper.np_dtype_to_tensor_dtype(np.dtype(dst))
-    model = node_model(helper.make_node("Cast", ["x"], ["y"], to=to), {"x": x}, [out("y", to)], 21)
-    with pytest.raises(tvm.error.OpNotImplemented, match=f"Cast from {src} to {dst}"):
-        from_onnx(model)
 
 
 def test_roi_align_max_mode_is_refused_at_import() -> None:
