@@ -1,13 +1,12 @@
-"""Patches import-castlike-saturate-float8-casts-as-onnx-says,
-refuse-roialign-s-max-mode-which-topi-computes-otherwise and refuse-dropout-in-training-mode-
-instead-of-the-identity: the ONNX importer imports CastLike, and says so where TVM would compute
-another result than ONNX defines (found by ONNX's node conformance cases). Each patch's
+"""Patches import-castlike-saturate-float8-casts-as-onnx-says and refuse-dropout-in-training-
+mode-instead-of-the-identity: the ONNX importer imports CastLike, and says so where TVM would
+compute another result than ONNX defines (found by ONNX's node conformance cases). Each patch's
 `Regression-Test:` trailers name its tests here (the float8 casts': test_float8_cast.py).
 
-On stock 0.26.0: CastLike is not implemented; RoiAlign's max mode pools another maximum than
-ONNX's; Dropout in training mode returns its input unchanged. On the fork CastLike matches
-ONNX's reference, and the others are errors that name the op and the reason: at import, or, for
-a training_mode known only at run time, when the compiled model runs.
+On stock 0.26.0: CastLike is not implemented; Dropout in training mode returns its input
+unchanged. On the fork CastLike matches ONNX's reference, and training Dropout is an error that
+names the op and the reason: at import, or, for a training_mode known only at run time, when
+the compiled model runs.
 """
 
 from __future__ import annotations
@@ -30,17 +29,6 @@ def test_castlike_imports() -> None:
     }
     node = helper.make_node("CastLike", ["x", "like"], ["y"])
     check(node_model(node, inputs, [out("y", TensorProto.FLOAT16)], 19), inputs)
-
-
-def test_roi_align_max_mode_is_refused_at_import() -> None:
-    inputs = {
-        "x": np.arange(16, dtype="float32").reshape(1, 1, 4, 4),
-        "rois": np.array([[0.0, 0.0, 3.0, 3.0]], dtype="float32"),
-        "batch_indices": np.array([0], dtype="int64"),
-    }
-    node = helper.make_node("RoiAlign", list(inputs), ["y"], mode="max", output_height=2)
-    with pytest.raises(tvm.error.OpAttributeUnImplemented, match="mode='max'"):
-        from_onnx(node_model(node, inputs, [out("y")], 16))
 
 
 def _dropout(ratio: float, training: bool) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:

@@ -1,6 +1,6 @@
 """Patches normalization-and-dropout-outputs-as-onnx-defines-them, elementwise-math-as-onnx-
-defines-it (IsInf, Mod) and indexing-and-layout-ops-as-onnx-defines-them (GatherElements,
-Expand): the ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong
+defines-it (IsInf, Mod), indexing-and-layout-ops-as-onnx-defines-them (GatherElements,
+Expand) and roialign-s-max-mode-as-onnx-defines-it: the ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong
 one silently (found by ONNX's own node conformance cases, `tvmfork conformance onnx-node`).
 Each patch's `Regression-Test:` trailers name its tests here.
 
@@ -11,7 +11,8 @@ BatchNormalization weighs the running statistics the wrong way round, GatherElem
 before the tensor for negative indices, Expand by a runtime shape drops the input's rows where
 the target says 1, IsInf ignores detect_negative/detect_positive, and Mod folds constants with
 the other op than it computes with (fmod=0: -3 mod 2 folds to -1, not 1) and gets float edge
-cases wrong (0 mod -2 is -0.0, -3 mod inf is inf).
+cases wrong (0 mod -2 is -0.0, -3 mod inf is inf), and RoiAlign's max mode pools the largest
+interpolated sample instead of the largest weighted corner term of each sample.
 """
 
 from __future__ import annotations
@@ -112,3 +113,18 @@ def test_mod_remainder_takes_the_divisors_sign(constant: bool) -> None:
     got = vm["main"]().numpy()
     np.testing.assert_array_equal(got, np.mod(a, b))
     np.testing.assert_array_equal(np.signbit(got), np.signbit(np.mod(a, b)))
+
+
+def test_roi_align_max_mode() -> None:
+    """ONNX's max mode: the largest of the four weighted corner terms w * v of each sample
+    point, over the bin's samples; ROIs reaching past the image included."""
+    inputs = {
+        "x": RNG.standard_normal((1, 2, 6, 5)).astype("float32"),
+        "rois": np.array([[0.0, 0.0, 3.0, 3.0], [1.2, 0.5, 4.9, 5.8], [-2, -1, 8, 9]], "float32"),
+        "batch_indices": np.array([0, 0, 0], dtype="int64"),
+    }
+    node = helper.make_node(
+        "RoiAlign", list(inputs), ["y"], mode="max", output_height=3, output_width=2,
+        sampling_ratio=2,
+    )
+    check(node_model(node, inputs, [out("y")], 16), inputs)
