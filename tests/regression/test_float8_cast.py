@@ -1,11 +1,11 @@
-"""Patches cast-to-and-from-float8-exactly and import-castlike-saturate-float8-casts-as-onnx-says:
+"""Patches cast-to-and-from-float8-exactly and import-castlike-float8-casts-as-onnx-defines-them:
 casts to and from float8 compute the numbers numpy (ml_dtypes) and ONNX define.
 
 On stock 0.26.0 every target without native float8 (CPUs, CUDA before sm_89) converts with TIR's
 bit-moving legalization: float8_e4m3fn 0 reads back as 2^-7 and NaN as 1.5, 1e6 becomes -15,
 and the FNUZ types are read and written with the wrong exponent bias. On the fork `relax.astype`
-(topi.cast) converts exactly, and ONNX's Cast saturates out-of-range values by default as ONNX
-says. Both are checked bit for bit, on llvm.
+(topi.cast) converts exactly, ONNX's Cast saturates out-of-range values by default as ONNX says,
+and rounds to e8m0 by its round_mode. Each is checked bit for bit, on llvm.
 """
 
 from __future__ import annotations
@@ -57,6 +57,18 @@ def test_onnx_cast_saturates(dst: str, saturate: int) -> None:
     to = getattr(TensorProto, dst)
     x = {"x": np.array(SPECIAL, dtype="float32")}
     model = node_model(helper.make_node("Cast", ["x"], ["y"], to=to, saturate=saturate), x, [], 21)
+    model.graph.node.append(helper.make_node("Cast", ["y"], ["back"], to=TensorProto.FLOAT))
+    model.graph.output.append(out("back"))
+    check(model, x, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("round_mode", ["up", "nearest"])
+def test_onnx_cast_to_e8m0(round_mode: str) -> None:
+    """ONNX's Cast to float8 e8m0 (a power of two): float32's exponent, rounded as round_mode
+    says (stock rounds otherwise, and reads NaN as a number)."""
+    x = {"x": np.array([0.124, 1.1, 1.5, 3.0, 6.0, np.nan, 1e-3, 5e5], dtype="float32")}
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E8M0, round_mode=round_mode)
+    model = node_model(node, x, [], 24)
     model.graph.node.append(helper.make_node("Cast", ["y"], ["back"], to=TensorProto.FLOAT))
     model.graph.output.append(out("back"))
     check(model, x, rtol=0, atol=0)

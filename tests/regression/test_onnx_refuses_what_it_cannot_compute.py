@@ -1,4 +1,4 @@
-"""Patches import-castlike-saturate-float8-casts-as-onnx-says and refuse-dropout-in-training-
+"""Patches import-castlike-float8-casts-as-onnx-defines-them and refuse-dropout-in-training-
 mode-instead-of-the-identity: the ONNX importer imports CastLike, and says so where TVM would
 compute another result than ONNX defines (found by ONNX's node conformance cases). Each patch's
 `Regression-Test:` trailers name its tests here (the float8 casts': test_float8_cast.py).
