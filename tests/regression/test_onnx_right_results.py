@@ -1,7 +1,8 @@
 """Patches normalization-and-dropout-outputs-as-onnx-defines-them, elementwise-math-as-onnx-
 defines-it (IsInf, Mod), indexing-and-layout-ops-as-onnx-defines-them (GatherElements,
-Expand) and roialign-s-max-mode-as-onnx-defines-it: the ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong
-one silently (found by ONNX's own node conformance cases, `tvmfork conformance onnx-node`).
+Expand) and roialign-s-max-mode-as-onnx-defines-it: the ONNX importer returns the right result
+for ops where stock 0.26.0 returns a wrong one silently (found by ONNX's own node conformance
+cases, `tvmfork conformance onnx-node`).
 Each patch's `Regression-Test:` trailers name its tests here.
 
 Each model is one node, run through `from_onnx` -> `tvm.compile("llvm")` and compared, output
@@ -124,7 +125,12 @@ def test_roi_align_max_mode() -> None:
         "batch_indices": np.array([0, 0, 0], dtype="int64"),
     }
     node = helper.make_node(
-        "RoiAlign", list(inputs), ["y"], mode="max", output_height=3, output_width=2,
+        "RoiAlign",
+        list(inputs),
+        ["y"],
+        mode="max",
+        output_height=3,
+        output_width=2,
         sampling_ratio=2,
     )
     check(node_model(node, inputs, [out("y")], 16), inputs)
