@@ -27,15 +27,31 @@ def _conformance(*args: str) -> subprocess.CompletedProcess[str]:
     return r
 
 
-def test_ci_subset_compiles_for_cuda_with_no_regression(tmp_path: Path) -> None:
+# Node cases that compiled for CUDA on stock and not on the fork until fixed: a float8 cast
+# and one to e8m0 (refused at import), training Dropout's run-time check (did not fuse),
+# float16 Mod (no 16-bit fmod in CUDA C), Expand by a run-time shape (a Select in a buffer
+# shape) and RoiAlign's max mode (refused at import).
+ONCE_REGRESSED = [
+    "test_cast_FLOAT_to_FLOAT8E4M3FNUZ",
+    "test_cast_e8m0_FLOAT_to_FLOAT8E8M0",
+    "test_training_dropout_mask",
+    "test_mod_float16_mixed_sign_fmod_0",
+    "test_expand_dim_changed",
+    "test_roialign_mode_max",
+]
+
+
+def test_cases_compile_for_cuda_with_no_regression(tmp_path: Path) -> None:
     """ConvTranspose's node cases (test_convtranspose_output_shape failed to compile for CUDA
-    on the fork until matmul-rule-declines-an-epilogue-it-cannot-inline) and a CNN."""
-    args = ["ci", "-k", "test_convtranspose*,squeezenet1_1", "--target", "cuda", "--jobs", "2"]
+    on the fork until matmul-rule-declines-an-epilogue-it-cannot-inline), the cases of
+    ONCE_REGRESSED, and a CNN."""
+    globs = ",".join(["test_convtranspose*", "squeezenet1_1", *ONCE_REGRESSED])
+    args = ["onnx-node", "torchvision", "-k", globs, "--target", "cuda", "--jobs", "2"]
     r = _conformance(*args, "--cuda-archs", "sm_80,sm_90", "--report", str(tmp_path))
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(ln) for ln in (tmp_path / "results.jsonl").read_text().splitlines()]
     fork = {row["case"]: row for row in rows if row["side"] == "fork"}
-    assert len(fork) >= 10 and "squeezenet1_1" in fork
+    assert len(fork) >= 16 and {"squeezenet1_1", *ONCE_REGRESSED} <= set(fork), sorted(fork)
     for row in fork.values():
         assert row["status"] == "ok", row
         assert row["kernels_assembled_for"] == "sm_80,sm_90", row
