@@ -64,13 +64,16 @@ DEVICES ?= 2
 test-aarch64: $(VENV)/.installed
 	$(TVMFORK) conformance device --target aarch64 --emulated $(DEVICES) --report out/aarch64 $(ARGS)
 
-# Benchmark (not a test): the torchvision models on PyTorch eager, ONNX Runtime, stock and fork,
-# for TARGET (llvm or host) and THREADS (default 1); speed table in out/bench-$(TARGET)-$(THREADS)/.
+# Benchmark (not a test): BENCH_SUITES' models (the torchvision models, and HuggingFace models
+# at their base sizes) on PyTorch eager, ONNX Runtime, torch.compile (Inductor), stock and fork,
+# for TARGET (llvm or host) and THREADS (default 1); speed table, with this machine's CPU, in
+# out/bench-$(TARGET)-$(THREADS)/.
 TARGET ?= host
 THREADS ?= 1
+BENCH_SUITES ?= torchvision transformers-bench
 bench-models: $(VENV)/.installed
-	$(TVMFORK) conformance torchvision --ort --threads $(THREADS) --target $(TARGET) \
-		--report out/bench-$(TARGET)-$(THREADS) $(ARGS)
+	$(TVMFORK) conformance $(BENCH_SUITES) --ort --inductor --threads $(THREADS) \
+		--target $(TARGET) --report out/bench-$(TARGET)-$(THREADS) $(ARGS)
 
 # Opt-in native lane: a source-built wheel (make wheel MODE=source) and the build tree it came
 # from; runs the native patches' regression tests on that wheel and the src_cc tests (ctest).

@@ -271,6 +271,12 @@ def parser() -> argparse.ArgumentParser:
         "torch.onnx.export(dynamo=True): a second anchor beside PyTorch eager",
     )
     cf.add_argument(
+        "--inductor",
+        action="store_true",
+        help="also time torch.compile (Inductor, CPU, default mode) on each PyTorch model: a "
+        "third anchor",
+    )
+    cf.add_argument(
         "--threads",
         type=int,
         help="threads for TVM, PyTorch and ONNX Runtime alike (default: each its own)",

@@ -68,12 +68,14 @@ def test_reports_round_trip_and_list_the_slowest(tmp_path: Path) -> None:
 
 
 def test_speed_table_ratios_and_geometric_means(tmp_path: Path) -> None:
-    """Ratios to PyTorch/ORT come from the fork side's own medians; stock/fork across sides;
-    a row per timed case and a geometric-mean row; an untimed ORT (export or result failed)
-    is said, not a number."""
+    """Ratios to PyTorch/ORT/Inductor come from the fork side's own medians; stock/fork across
+    sides; a row per timed case and a geometric-mean row; an untimed anchor (export, compile
+    or result failed) is said, not a number; the TVM target is named under the table."""
     results = [
         _r("a", "stock", "ok", tvm_ms=40.0, torch_ms=10.0, compile_s=2.0),
-        _r("a", "fork", "ok", tvm_ms=5.0, torch_ms=10.0, ort_ms=4.0, compile_s=6.0),
+        _r(
+            "a", "fork", "ok", tvm_ms=5.0, torch_ms=10.0, ort_ms=4.0, inductor_ms=2.5, compile_s=6.0
+        ),
         _r("b", "stock", "ok", tvm_ms=80.0, torch_ms=20.0, compile_s=1.0),
         _r("b", "fork", "ok", tvm_ms=40.0, torch_ms=20.0, compile_s=1.0),
         _r("untimed", "stock", "ok"),
@@ -82,25 +84,30 @@ def test_speed_table_ratios_and_geometric_means(tmp_path: Path) -> None:
         _r("broken", "fork", "error", "compile"),
     ]
     results[3].notes["ort_error"] = "TorchExportError: data-dependent guard"
+    results[3].notes["inductor_error"] = "BackendCompilerFailed: no C++ compiler"
+    for r in results[1], results[3]:
+        r.notes["tvm_target"] = "llvm -keys=cpu -mcpu=znver3"
     rows = report.speed(results)
     assert [s.case for s in rows] == ["a", "b"]
     a, b = rows
-    assert (a.fork_per_torch, a.fork_per_ort, a.stock_per_fork, a.compile_ratio) == (
-        0.5,
-        1.25,
-        8.0,
-        3.0,
+    assert (a.fork_per_torch, a.fork_per_ort, a.fork_per_inductor) == (0.5, 1.25, 2.0)
+    assert (a.stock_per_fork, a.compile_ratio) == (8.0, 3.0)
+    assert (b.fork_per_torch, b.fork_per_ort, b.fork_per_inductor, b.stock_per_fork) == (
+        2.0,
+        None,
+        None,
+        2.0,
     )
-    assert (b.fork_per_torch, b.fork_per_ort, b.stock_per_fork) == (2.0, None, 2.0)
     table = report.speed_table(results, "target host, threads 1")
     assert table[0].startswith("Speed (target host, threads 1)")
-    assert "| s | b | 20.00 | not timed | 80.00 | 40.00 | 2.00 |" in table[5]
+    assert "| s | b | 20.00 | not timed | not timed | 80.00 | 40.00 | 2.00 |" in table[5]
     # geometric means: fork/PyTorch sqrt(0.5 * 2) = 1, stock/fork sqrt(8 * 2) = 4
-    assert table[-1].startswith("| geometric mean | 2 cases |")
-    assert "1.00 (n=2)" in table[-1] and "1.25 (n=1)" in table[-1] and "4.00 (n=2)" in table[-1]
+    assert table[-3].startswith("| geometric mean | 2 cases |")
+    assert "1.00 (n=2) | 1.25 (n=1) | 2.00 (n=1) | 4.00 (n=2)" in table[-3]
+    assert table[-1] == "TVM target: llvm -keys=cpu -mcpu=znver3"
     assert report.speed_table(RESULTS) == []
     jsonl, md = report.write(results, tmp_path, "target host, threads 1")
     assert "Speed (target host, threads 1)" in md.read_text()
     again = report.load(jsonl)
-    assert again[3].notes == {"ort_error": "TorchExportError: data-dependent guard"}
+    assert again[3].notes["ort_error"] == "TorchExportError: data-dependent guard"
     assert [s.fork_per_ort for s in report.speed(again)] == [1.25, None]

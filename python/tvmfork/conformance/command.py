@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmfork import conformance, sides, stock, ui, venvs
+from tvmfork import conformance, hostcpu, sides, stock, ui, venvs
 from tvmfork.conformance import devices, remote, report, suites
 from tvmfork.conformance.runner import Result
 from tvmfork.errors import UsageError
@@ -115,7 +115,9 @@ def _run(
     if device is not None:
         ui.note(remote.preflight(device, pair.stock))
     timed = not (a.no_bench or device or archs)  # a remote device's times are not measured
-    limits = suites.Limits(reps=a.reps if timed else 0, ort=a.ort and timed)
+    limits = suites.Limits(
+        reps=a.reps if timed else 0, ort=a.ort and timed, inductor=a.inductor and timed
+    )
     if a.timeout:
         limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
     with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
@@ -148,6 +150,8 @@ def _run(
         assemble=archs,
     )
     context = f"target {a.target}, threads {a.threads or 'default'}"
+    if timed:
+        context += f", {hostcpu.describe()}"
     if device is not None:
         context += (
             f", on devices of RPC tracker {device.tracker} (key {device.key}); correctness "

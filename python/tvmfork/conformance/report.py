@@ -123,21 +123,30 @@ class Speed:
     case: str
     torch_ms: float | None
     ort_ms: float | None
+    inductor_ms: float | None
     stock_ms: float | None
     fork_ms: float | None
     fork_per_torch: float | None
     fork_per_ort: float | None
+    fork_per_inductor: float | None
     stock_per_fork: float | None
     stock_compile_s: float | None
     fork_compile_s: float | None
     ort_error: str = ""
+    inductor_error: str = ""
 
     @property
     def compile_ratio(self) -> float | None:
         return _ratio(self.fork_compile_s, self.stock_compile_s)
 
 
-SPEED_COLUMNS = ("fork_per_torch", "fork_per_ort", "stock_per_fork", "compile_ratio")
+SPEED_COLUMNS = (
+    "fork_per_torch",
+    "fork_per_ort",
+    "fork_per_inductor",
+    "stock_per_fork",
+    "compile_ratio",
+)
 
 
 def _t(r: Result | None, key: str) -> float | None:
@@ -161,14 +170,17 @@ def speed(results: list[Result]) -> list[Speed]:
                 r.case,
                 _t(r.fork, "torch_ms"),
                 _t(r.fork, "ort_ms"),
+                _t(r.fork, "inductor_ms"),
                 _t(r.stock, "tvm_ms"),
                 fork_ms,
                 _ratio(fork_ms, _t(r.fork, "torch_ms")),
                 _ratio(fork_ms, _t(r.fork, "ort_ms")),
+                _ratio(fork_ms, _t(r.fork, "inductor_ms")),
                 _ratio(_t(r.stock, "tvm_ms"), fork_ms),
                 _t(r.stock, "compile_s"),
                 _t(r.fork, "compile_s"),
                 r.fork.notes.get("ort_error", "") if r.fork is not None else "",
+                r.fork.notes.get("inductor_error", "") if r.fork is not None else "",
             )
         )
     return out
@@ -179,7 +191,8 @@ def geomean(values: list[float]) -> float | None:
 
 
 def speed_table(results: list[Result], context: str = "") -> list[str]:
-    """Markdown: a row per timed case, then the geometric mean of each ratio column."""
+    """Markdown: a row per timed case, then the geometric mean of each ratio column; the
+    TVM targets the sides compiled for (as `tvm.target.Target` printed them) under it."""
     timed = speed(results)
     if not timed:
         return []
@@ -187,30 +200,37 @@ def speed_table(results: list[Result], context: str = "") -> list[str]:
     def f(v: float | None, fmt: str) -> str:
         return "" if v is None else format(v, fmt)
 
+    def anchor(ms: float | None, error: str) -> str:
+        return f(ms, ".2f") or ("not timed" if error else "")
+
     out = [
         f"Speed{f' ({context})' if context else ''}: medians in ms; a ratio below 1 is the "
-        "fork faster (stock/fork: above 1).",
+        "fork faster (stock/fork: above 1). Inductor: torch.compile, default mode.",
         "",
-        "| suite | case | PyTorch | ORT | stock | fork | fork/PyTorch | fork/ORT | stock/fork | "
-        "compile s stock / fork | compile fork/stock |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| suite | case | PyTorch | ORT | Inductor | stock | fork | fork/PyTorch | fork/ORT | "
+        "fork/Inductor | stock/fork | compile s stock / fork | compile fork/stock |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for t in timed:
-        ort = f(t.ort_ms, ".2f") or ("not timed" if t.ort_error else "")
         out.append(
-            f"| {t.suite} | {t.case} | {f(t.torch_ms, '.2f')} | {ort} | {f(t.stock_ms, '.2f')} | "
+            f"| {t.suite} | {t.case} | {f(t.torch_ms, '.2f')} | {anchor(t.ort_ms, t.ort_error)} "
+            f"| {anchor(t.inductor_ms, t.inductor_error)} | {f(t.stock_ms, '.2f')} | "
             f"{f(t.fork_ms, '.2f')} | {f(t.fork_per_torch, '.2f')} | {f(t.fork_per_ort, '.2f')} "
-            f"| {f(t.stock_per_fork, '.2f')} | {f(t.stock_compile_s, '.1f')} / "
-            f"{f(t.fork_compile_s, '.1f')} | {f(t.compile_ratio, '.2f')} |"
+            f"| {f(t.fork_per_inductor, '.2f')} | {f(t.stock_per_fork, '.2f')} | "
+            f"{f(t.stock_compile_s, '.1f')} / {f(t.fork_compile_s, '.1f')} | "
+            f"{f(t.compile_ratio, '.2f')} |"
         )
     means = []
     for col in SPEED_COLUMNS:
         vals = [v for t in timed if (v := getattr(t, col)) is not None]
         means.append(f"{f(geomean(vals), '.2f')} (n={len(vals)})" if vals else "")
     out.append(
-        f"| geometric mean | {len(timed)} cases | | | | | {means[0]} | {means[1]} | {means[2]} | "
-        f"| {means[3]} |"
+        f"| geometric mean | {len(timed)} cases | | | | | | {means[0]} | {means[1]} | "
+        f"{means[2]} | {means[3]} | | {means[4]} |"
     )
+    targets = sorted({r.notes["tvm_target"] for r in results if "tvm_target" in r.notes})
+    if targets:
+        out += ["", f"TVM target{'s' if len(targets) > 1 else ''}: " + "; ".join(targets)]
     return out
 
 

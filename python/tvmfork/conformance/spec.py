@@ -33,7 +33,8 @@ class Spec:
     Results compare element-wise within `rtol`/`atol`, and where `rel_max` is non-zero by the
     largest error relative to the largest value (random weights span magnitudes where an
     element-wise rtol fails on near-zero sums). With `reps` > 0 the case is timed for up to
-    `budget_s` seconds, ONNX Runtime too where `ort`.
+    `budget_s` seconds, ONNX Runtime too where `ort`, and torch.compile (Inductor) where
+    `inductor`.
     """
 
     kind: str
@@ -49,6 +50,7 @@ class Spec:
     reps: int = 0
     budget_s: float = 0.0
     ort: bool = False
+    inductor: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("torch", "onnx"):

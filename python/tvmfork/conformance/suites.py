@@ -4,6 +4,9 @@
   `CASES` works the same way, `--torch-module`).
 - `transformers`: `transformers_models.py`, HuggingFace architectures built from small configs
   (random weights), through torch.export like the torchvision models.
+- `transformers-bench`: `transformers_bench.py`, HuggingFace models at the published base
+  sizes (BERT-base, ViT-B/16, ...) on the input sizes users run, for timing
+  (`make bench-models`).
 - `transformers-onnx`: the same models exported as a user would export them to ONNX
   (`torch.onnx.export(..., dynamo=True)`) and imported with `from_onnx`, against ONNX Runtime.
 - `onnx-node`: ONNX's node conformance cases, generated into the cache from the generators
@@ -36,7 +39,16 @@ from tvmfork.errors import ProcessError, UsageError
 
 TORCHVISION = Path(__file__).with_name("torchvision_models.py")
 TRANSFORMERS = Path(__file__).with_name("transformers_models.py")
-SUITES = ("torchvision", "transformers", "transformers-onnx", "onnx-node", "ci", "device")
+TRANSFORMERS_BENCH = Path(__file__).with_name("transformers_bench.py")
+SUITES = (
+    "torchvision",
+    "transformers",
+    "transformers-bench",
+    "transformers-onnx",
+    "onnx-node",
+    "ci",
+    "device",
+)
 
 # The node cases `ci` runs: ops the series' patches import, fold, lower or schedule (conv and
 # conv transpose, contractions, pooling, normalization, the elementwise ops the CPU rule keeps
@@ -137,6 +149,18 @@ class Limits:
     reps: int = 5
     budget_s: float = 30.0
     ort: bool = False  # also time ONNX Runtime on each torch model (exported to ONNX)
+    inductor: bool = False  # also time torch.compile (Inductor) on each torch model
+
+    def torch_timing(self, route: str = "export") -> dict[str, Any]:
+        """A torch case's timing fields of `Spec`: the anchors beside PyTorch eager are timed
+        only where the case is (reps) and PyTorch is its reference (route "export")."""
+        anchors = self.reps > 0 and route == "export"
+        return {
+            "reps": self.reps,
+            "budget_s": self.budget_s,
+            "ort": self.ort and anchors,
+            "inductor": self.inductor and anchors,
+        }
 
 
 def globs(values: list[str]) -> list[str]:
@@ -200,10 +224,8 @@ def torch_module(
                 route=route,
                 module=str(module),
                 name=name,
-                reps=limits.reps,
-                budget_s=limits.budget_s,
-                ort=limits.ort and limits.reps > 0 and route == "export",
                 rel_max=1e-3,
+                **limits.torch_timing(route),
             ),
             limits.model_timeout,
         )
@@ -291,10 +313,8 @@ def hf_model(path: Path, limits: Limits) -> CaseSpec:
         module=str(TRANSFORMERS),
         name=path.name,
         hf=str(path),
-        reps=limits.reps,
-        budget_s=limits.budget_s,
-        ort=limits.ort and limits.reps > 0,
         rel_max=1e-3,
+        **limits.torch_timing(),
     )
     return CaseSpec("hf", path.name, spec, limits.model_timeout)
 
@@ -320,6 +340,8 @@ def collect(
             cases += torch_module("torchvision", TORCHVISION, python, limits, patterns)
         elif name == "transformers":
             cases += torch_module("transformers", TRANSFORMERS, python, limits, patterns)
+        elif name == "transformers-bench":
+            cases += torch_module(name, TRANSFORMERS_BENCH, python, limits, patterns)
         elif name == "transformers-onnx":
             cases += torch_module(name, TRANSFORMERS, python, limits, patterns, route="onnx")
         elif name == "onnx-node":

@@ -213,7 +213,9 @@ def tvm_vm(mod: Any, target: str, case: Case) -> Compiled:
 
     case.enter("compile")
     t = time.perf_counter()
-    ex = tvm.compile(mod, target=tvm_target(target))
+    resolved = tvm_target(target)
+    case.info["tvm_target"] = str(resolved)
+    ex = tvm.compile(mod, target=resolved)
     case.times["compile_s"] = time.perf_counter() - t
     archs = os.environ.get(ASSEMBLE_VAR)
     if archs:
@@ -427,6 +429,10 @@ def run_torch(case: Case, target: str) -> None:
             ort_fn = ort_of_torch(case, model, inputs, want)
             if ort_fn is not None:
                 fns["ort"] = ort_fn
+        if spec.inductor:
+            inductor_fn = inductor_of_torch(case, model, inputs, want)
+            if inductor_fn is not None:
+                fns["inductor"] = inductor_fn
         case.times.update(interleaved(fns, spec.reps, spec.budget_s))
 
 
@@ -590,6 +596,32 @@ def ort_of_torch(case: Case, model: Any, inputs: tuple[Any, ...], want: list[Any
         case.info["ort_error"] = last_line(exc)
         return None
     return lambda: sess.run(None, feed)
+
+
+def inductor_of_torch(case: Case, model: Any, inputs: tuple[Any, ...], want: list[Any]) -> Any:
+    """torch.compile (Inductor, CPU, default mode) on the model: the function to time, or None
+    with the reason in case.info["inductor_error"] (like ONNX Runtime, an anchor for the
+    timings, not part of the verdict). Its compile time goes in times["inductor_compile_s"]."""
+    import torch
+
+    try:
+        compiled = torch.compile(model)
+        t = time.perf_counter()
+        with torch.no_grad():
+            got = leaves(compiled(*inputs))
+        case.times["inductor_compile_s"] = time.perf_counter() - t
+        problem, _ = compare(got, want, 0, 0, case.spec.rel_max)
+        if problem:
+            raise CaseFailed(f"torch.compile's result differs from PyTorch's: {problem}")
+    except Exception as exc:  # any failure drops the anchor only
+        case.info["inductor_error"] = last_line(exc)
+        return None
+
+    def run() -> None:
+        with torch.no_grad():
+            compiled(*inputs)
+
+    return run
 
 
 # --- onnx cases -----------------------------------------------------------------------------
