@@ -126,3 +126,18 @@ def test_the_worker_variables_are_not_settings(
     from tvmfork.conformance import worker as w
 
     assert w.threads() == 1
+
+
+def test_the_anchors_are_timed_on_the_fork_side_only() -> None:
+    """ORT and torch.compile beside PyTorch eager cost an export or a compile per side; the
+    speed table's ratios to them are the fork's, so the stock worker skips them. An ONNX
+    case's ORT is its reference, not an anchor, and stays."""
+    timed = spec.Spec(kind="torch", module="m.py", name="a", reps=5, ort=True, inductor=True)
+    case = CaseSpec("s", "a", timed, 60.0)
+    both = ["stock", "fork"]
+    assert case.on_side("fork", both) is case
+    stock = case.on_side("stock", both).spec
+    assert (stock.ort, stock.inductor, stock.reps) == (False, False, 5)
+    assert case.on_side("stock", ["stock"]) is case  # a stock-only run keeps its anchors
+    onnx = CaseSpec("s", "b", spec.Spec(kind="onnx", model="m.onnx", ort=True), 60.0)
+    assert onnx.on_side("stock", both).spec.ort

@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,6 +39,15 @@ class CaseSpec:
     spec: Spec
     timeout: float
     skip: str = ""
+
+    def on_side(self, side: str, sides: list[str]) -> CaseSpec:
+        """The case as `side`'s worker runs it. A torch case's anchors beside PyTorch eager
+        (ONNX Runtime, torch.compile) are timed in the fork's worker only, where there is
+        one: the speed table's ratios to them are the fork's, and each costs an export or a
+        compile per side."""
+        if side == "fork" or "fork" not in sides or self.spec.kind != "torch":
+            return self
+        return replace(self, spec=replace(self.spec, ort=False, inductor=False))
 
 
 @dataclass
@@ -249,7 +258,7 @@ def run_cases(
         if case.skip:
             r = Result(case.suite, case.name, side, "not run", "", case.skip)
         else:
-            r = worker.run(case)
+            r = worker.run(case.on_side(side, list(sides)))
         with lock:
             done[i][side] = r
             while reported < len(cases) and len(done[reported]) == len(sides):
