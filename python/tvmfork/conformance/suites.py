@@ -100,8 +100,16 @@ CI_NODE = [
 CI_MODELS = ["squeezenet1_1", "mobilenet_v3_small", "swin_t"]
 # transformers cases the series fixed: boolean masks (llama), negative indices (falcon, on both
 # routes), MoE routing (mixtral), a dynamic sequence length (bert-dynamic), generation through
-# the static-cache export (llama-generate, gpt2-generate)
-CI_TRANSFORMERS = ["llama", "falcon", "mixtral", "bert-dynamic", "llama-generate", "gpt2-generate"]
+# the static-cache export (llama-generate, gpt2-generate), integer true division (deberta-v3)
+CI_TRANSFORMERS = [
+    "llama",
+    "falcon",
+    "mixtral",
+    "bert-dynamic",
+    "deberta-v3",
+    "llama-generate",
+    "gpt2-generate",
+]
 CI_TRANSFORMERS_ONNX = ["falcon"]
 # `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and
 # transformers of each kind: encoders, decoders (static, dynamic length, generation), MoE,

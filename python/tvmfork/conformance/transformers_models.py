@@ -240,6 +240,20 @@ TEXT_ENCODERS: dict[str, Callable[..., Any]] = {
     "albert": _encoder("albert", {**TEXT, "embedding_size": 32}),
     "electra": _encoder("electra", {**TEXT, "embedding_size": 32}),
     "deberta-v2": _encoder("deberta-v2", TEXT),
+    # DeBERTa-v3's relative attention: positions beyond 4 take the log buckets
+    "deberta-v3": _encoder(
+        "deberta-v2",
+        {
+            **TEXT,
+            "relative_attention": True,
+            "position_buckets": 8,
+            "pos_att_type": ["p2c", "c2p"],
+            "max_relative_positions": -1,
+            "position_biased_input": False,
+            "norm_rel_ebd": "layer_norm",
+            "share_att_key": True,
+        },
+    ),
     "distilbert": _encoder(
         "distilbert",
         {"vocab_size": VOCAB, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 128},
