@@ -36,4 +36,6 @@ def test_a_dense_layer_reads_its_weight_blocked_at_build_time() -> None:
     kernels = [(n, s) for n, s in shapes_seen if not n.startswith("vm.builtin")]
     assert any(n.startswith("matmul") for n, _ in kernels), kernels
     in_its_layout = [(n, s) for n, s in kernels if {(768, 3072), (3072, 768)} & set(s)]
-    assert not in_its_layout, f"kernels get the weight in its own layout every call: {in_its_layout}"
+    assert not in_its_layout, (
+        f"kernels get the weight in its own layout every call: {in_its_layout}"
+    )

@@ -103,3 +103,17 @@ def test_one_rule_for_k_globs_and_unknown_suites() -> None:
     ]
     with pytest.raises(UsageError, match="unknown suite 'torchvison'"):
         suites.check_names(["torchvision", "torchvison"])
+
+
+def test_the_bench_suite_times_every_anchor_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`transformers-bench` is collected from its own module like any torch-module suite; its
+    cases carry the anchors the run asked for (ORT, torch.compile) when timed, none untimed."""
+    monkeypatch.setattr(suites, "_worker_json", lambda *a, **k: {"cases": ["bert-base"]})
+    timed = suites.Limits(reps=5, ort=True, inductor=True)
+    kw = {"python": Path("py"), "cache": Path("c"), "patterns": [], "onnx_paths": []}
+    (case,) = suites.collect(["transformers-bench"], limits=timed, torch_modules=[], **kw)
+    assert Path(case.spec.module) == suites.TRANSFORMERS_BENCH
+    assert (case.spec.reps, case.spec.ort, case.spec.inductor) == (5, True, True)
+    untimed = suites.Limits(reps=0, ort=True, inductor=True)
+    (case,) = suites.collect(["transformers-bench"], limits=untimed, torch_modules=[], **kw)
+    assert (case.spec.ort, case.spec.inductor) == (False, False)
