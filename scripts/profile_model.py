@@ -41,7 +41,7 @@ def cpu_model() -> str:
     return next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if "Model name" in ln), "?")
 
 
-def load_case(suite: str, name: str):  # type: ignore[no-untyped-def]
+def _suite(suite: str):  # type: ignore[no-untyped-def]
     sys.path.insert(0, str(CONFORMANCE))  # the suites import their neighbours by name
     import torchvision_shim  # type: ignore[import-not-found]
 
@@ -51,9 +51,19 @@ def load_case(suite: str, name: str):  # type: ignore[no-untyped-def]
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    if name not in mod.CASES:
-        raise SystemExit(f"{suite} has no case {name!r}; it has: {', '.join(mod.CASES)}")
-    return mod.CASES[name]()
+    return mod
+
+
+def case_names(suite: str) -> list[str]:
+    """The names of a suite's cases, in its order."""
+    return list(_suite(suite).CASES)
+
+
+def load_case(suite: str, name: str):  # type: ignore[no-untyped-def]
+    cases = _suite(suite).CASES
+    if name not in cases:
+        raise SystemExit(f"{suite} has no case {name!r}; it has: {', '.join(cases)}")
+    return cases[name]()
 
 
 def main() -> int:
