@@ -220,7 +220,9 @@ def parser() -> argparse.ArgumentParser:
     cf.add_argument(
         "--target",
         default="llvm",
-        help="TVM target, or 'host' for the host's ISA (llvm), or aarch64 (64-bit Arm Linux, "
+        help="TVM target, or 'host' for the host's ISA (llvm), or 'portable' for one library "
+        "with kernels for x86-64, x86-64-v3 and x86-64-v4 (the best the CPU runs called), "
+        "or aarch64 (64-bit Arm Linux, "
         "NEON; run on a device of --rpc-tracker), or cuda (compile-only: each kernel "
         "assembled by nvcc for --cuda-archs, not run)",
     )

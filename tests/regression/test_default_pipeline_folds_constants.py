@@ -49,3 +49,21 @@ def test_nhwc_weights_are_transformed_once_at_compile_time() -> None:
     on_weights = [(n, s) for n, s in calls if weight_shapes & set(s)]
     assert not on_weights, f"kernels run on constant weights at every call: {on_weights}"
     assert any(n.startswith("conv2d") for n, _ in calls), calls  # the instrument saw the convs
+
+
+def test_a_folded_weight_is_kept_once_not_beside_its_original(tmp_path) -> None:
+    """A dense layer's weight is transposed at compile time; the original, which nothing reads
+    any more, is not also kept in the library (nor loaded at run time): the library is about
+    the size of its weights, not twice it."""
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256)
+    ).eval()
+    x = torch.randn(1, 64, 256)
+    with torch.no_grad():
+        expected = model(x).numpy()
+    mod = import_torch(model, x)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=1e-4, atol=1e-4)
+    path = tmp_path / "dense.so"
+    tvm.compile(mod, target="llvm").export_library(str(path))
+    weights = sum(p.numel() * 4 for p in model.parameters())
+    assert path.stat().st_size < 1.5 * weights, (path.stat().st_size, weights)

@@ -176,13 +176,21 @@ def compare(
     return "", worst
 
 
+# "portable": every kernel for each x86-64 level, the best the running CPU supports called
+# (the fork's patch build-each-kernel-for-every-x86-64-level-mcpu-lists; stock warns that the
+# mcpu is not valid and compiles for the generic CPU)
+PORTABLE = {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}
+
+
 def tvm_target(target: str) -> Any:
-    """ "host": this machine's ISA; a JSON object ({"kind": "llvm", "mtriple": ...}) or a target
-    string as tvm.target.Target takes them."""
+    """ "host": this machine's ISA; "portable": PORTABLE; a JSON object ({"kind": "llvm",
+    "mtriple": ...}) or a target string as tvm.target.Target takes them."""
     import tvm
 
     if target == "host":
         return tvm.target.Target.from_device("cpu")
+    if target == "portable":
+        return tvm.target.Target(PORTABLE)
     return tvm.target.Target(json.loads(target) if target.startswith("{") else target)
 
 
