@@ -2,9 +2,9 @@
 
 TVM compiles for one CPU: `llvm` alone means the x86-64 baseline (SSE2, 4-wide vectors, no
 FMA), and naming the host's CPU gives code that dies with SIGILL on an older one. The fork's
-patch `one-library-for-several-x86-64-levels` lets an `llvm` target's `mcpu` list x86-64
-levels, e.g. {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}: every kernel is built
-once per level and the model calls the highest level the running CPU supports.
+patch `build-each-kernel-for-every-x86-64-level-mcpu-lists` lets an `llvm` target's `mcpu`
+list x86-64 levels, e.g. {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}: every kernel
+is built once per level and the model calls the highest level the running CPU supports.
 
 For each case of a conformance suite, this builds the model for the host's ISA
 (`Target.from_device("cpu")`) and for the levels asked, exports both libraries, checks both
