@@ -21,7 +21,7 @@ import tvm
 from tvm import relax
 
 from .relaxrun import import_torch, run_llvm
-from .test_cpu_default_schedule import AVX2, _reduction_vector_extents
+from .test_cpu_default_schedule import AVX2, _predicated, _reduction_vector_extents
 
 
 class SelfAttention(torch.nn.Module):
@@ -58,11 +58,7 @@ def test_scores_take_whole_vectors_without_a_predicate() -> None:
     scalar = sorted(name for name, vectors in extents.items() if not vectors)
     assert extents and not scalar, f"contractions without a vector loop: {scalar} of {extents}"
     assert all(n % 8 == 0 for vectors in extents.values() for n in vectors), extents
-    predicated = [
-        gv.name_hint
-        for gv, func in lowered.functions_items()
-        if gv.name_hint in extents and "T.where" in func.script()
-    ]
+    predicated = _predicated(lowered, extents)
     assert not predicated, f"tiles under a predicate: {predicated}"
 
 
@@ -76,7 +72,9 @@ def test_results_match_pytorch() -> None:
 def test_host_target_results_match_pytorch() -> None:
     """For the host's own ISA (16 lanes with AVX-512: 37 is padded to 48)."""
     model, x, mod = _imported()
-    vm = relax.VirtualMachine(tvm.compile(mod, target=tvm.target.Target.from_device("cpu")), tvm.cpu())
+    vm = relax.VirtualMachine(
+        tvm.compile(mod, target=tvm.target.Target.from_device("cpu")), tvm.cpu()
+    )
     got = vm["main"](tvm.runtime.tensor(x.numpy()))
     got = (got if isinstance(got, tvm.runtime.Tensor) else got[0]).numpy()
     with torch.no_grad():

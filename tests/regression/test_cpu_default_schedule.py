@@ -304,6 +304,15 @@ def _reduction_vector_extents(mod: tvm.IRModule) -> dict[str, list[int]]:
     return out
 
 
+def _predicated(mod: tvm.IRModule, names) -> list[str]:
+    """The PrimFuncs of `mod` named in `names` with a block under a predicate (`T.where`)."""
+    return [
+        gv.name_hint
+        for gv, func in mod.functions_items()
+        if gv.name_hint in names and "T.where" in func.script()
+    ]
+
+
 def test_avx2_tiles_take_whole_vectors() -> None:
     """For an AVX2 CPU (8 float32 lanes; llvm_get_vector_width says 512 on every x86-64)
     each contraction's vector loop is a whole number of 8-lane vectors: on a 13-wide map the
@@ -320,11 +329,7 @@ def test_prime_token_count_tiles_whole_vectors_without_a_predicate() -> None:
     lowered = _lower_avx2("tokens")
     extents = _reduction_vector_extents(lowered)
     assert extents and all(e and all(n % 8 == 0 for n in e) for e in extents.values()), extents
-    predicated = [
-        gv.name_hint
-        for gv, func in lowered.functions_items()
-        if gv.name_hint in extents and "T.where" in func.script()
-    ]
+    predicated = _predicated(lowered, extents)
     assert not predicated, f"row tiles under a predicate: {predicated}"
 
 
