@@ -1,0 +1,89 @@
+"""Patch: the CPU contraction rule vectorizes a reduction along rows one vector wide across
+them (performance issue: SegFormer-B0 compiled in 6x stock's time).
+
+Softmax's max and sum and layer norm's mean and variance reduce along each row, whose
+elements are contiguous; the fork's rule vectorized them across the rows, as it does a
+matrix-vector product, up to 8 vectors (128 AVX-512 lanes). Each lane of such a vector is
+a row apart, so it is loaded on its own: 128-lane gathers made LLVM take 4-25 s per kernel
+(SegFormer-B0's softmax and layer-norm kernels took 56 of the 72 s its kernels took) and ran
+no faster than one vector. The fork now gives such a reduction one vector. Stock 0.26.0
+vectorizes none of these kernels. This test checks the structure (every row reduction
+vectorized, one AVX2 vector wide) and the numerics; compile times are measured by the models
+benchmark, not here.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+import tvm
+from tvm import relax, tirx
+
+from .relaxrun import import_torch, run_llvm
+from .test_cpu_default_schedule import AVX2
+
+
+class EfficientAttention(torch.nn.Module):
+    """SegFormer's stage-1 block in miniature: layer norms over 1024 tokens of 32 features,
+    attention from them to 64 reduced keys."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(32)
+        self.q = torch.nn.Linear(32, 32)
+        self.kv = torch.nn.Linear(32, 64)
+        self.reduce = torch.nn.Conv2d(32, 32, 4, stride=4)
+        self.reduced_norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm(x)
+        grid = h.transpose(1, 2).reshape(1, 32, 32, 32)
+        reduced = self.reduced_norm(self.reduce(grid).flatten(2).transpose(1, 2))
+        k, v = self.kv(reduced).chunk(2, dim=-1)
+        scores = (self.q(h) @ k.transpose(1, 2) / 32**0.5).softmax(-1)
+        return x + scores @ v
+
+
+@functools.cache
+def _imported() -> tuple[torch.nn.Module, torch.Tensor, tvm.IRModule]:
+    torch.manual_seed(0)
+    model, x = EfficientAttention().eval(), torch.randn(1, 1024, 32)
+    return model, x, import_torch(model, x)
+
+
+def _vector_extents(func: tirx.PrimFunc) -> list[int]:
+    extents: list[int] = []
+    tirx.stmt_functor.post_order_visit(
+        func.body,
+        lambda n: (
+            extents.append(int(n.extent))
+            if isinstance(n, tirx.For) and n.kind == tirx.ForKind.VECTORIZED
+            else None
+        ),
+    )
+    return extents
+
+
+def test_row_reductions_take_one_vector() -> None:
+    _, _, mod = _imported()
+    with tvm.target.Target(AVX2):
+        lowered = relax.get_pipeline("default")(mod)
+    extents = {
+        gv.name_hint: _vector_extents(func)
+        for gv, func in lowered.functions_items()
+        if isinstance(func, tirx.PrimFunc)
+        and gv.name_hint.startswith(("layer_norm", "softmax", "safe_softmax"))
+    }
+    assert len(extents) >= 2, sorted(gv.name_hint for gv in lowered.get_global_vars())
+    assert all(extents.values()), f"row reductions left scalar: {extents}"
+    wide = {name: e for name, e in extents.items() if max(e) > 8}
+    assert not wide, f"vectors wider than one AVX2 vector across rows: {wide}"
+
+
+def test_results_match_pytorch() -> None:
+    model, x, mod = _imported()
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=1e-4, atol=1e-5)
