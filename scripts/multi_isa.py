@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = r["multi_ms"] / r["host_ms"]
         logs.append(math.log(ratio))
         print(
-            f"| {name} | {r['torch_ms']:.1f} | {r['host_ms']:.1f} | {r['multi_ms']:.1f} | "
+            f"| {name} | {r['torch_ms']:.2f} | {r['host_ms']:.2f} | {r['multi_ms']:.2f} | "
             f"{ratio:.2f} | {r['host_ms'] / r['torch_ms']:.2f} | "
             f"{r['host_compile_s']:.1f}, {r['multi_compile_s']:.1f} | "
             f"{r['host_mb']:.1f}, {r['multi_mb']:.1f} |",
