@@ -19,13 +19,17 @@ def import_torch(model: torch.nn.Module, example: torch.Tensor) -> tvm.IRModule:
 
 
 def run_llvm(
-    mod: tvm.IRModule, *args: np.ndarray, instrument: Callable[..., object] | None = None
+    mod: tvm.IRModule,
+    *args: np.ndarray,
+    instrument: Callable[..., object] | None = None,
+    target: str | tvm.target.Target = "llvm",
 ) -> np.ndarray:
-    """`main` of `mod`, compiled with tvm.compile(target="llvm"), on `args`: its (first) output.
+    """`main` of `mod`, compiled with tvm.compile(target=`target`, "llvm" by default), on
+    `args`: its (first) output.
 
     `instrument`, if given, is the VM's instrument (called before and after each call it
     makes: func, name, before_run, ret_value, *args)."""
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    vm = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
     if instrument is not None:
         vm.set_instrument(instrument)
     out = vm["main"](*[tvm.runtime.tensor(a) for a in args])

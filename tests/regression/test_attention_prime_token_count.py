@@ -72,10 +72,6 @@ def test_results_match_pytorch() -> None:
 def test_host_target_results_match_pytorch() -> None:
     """For the host's own ISA (16 lanes with AVX-512: 37 is padded to 48)."""
     model, x, mod = _imported()
-    vm = relax.VirtualMachine(
-        tvm.compile(mod, target=tvm.target.Target.from_device("cpu")), tvm.cpu()
-    )
-    got = vm["main"](tvm.runtime.tensor(x.numpy()))
-    got = (got if isinstance(got, tvm.runtime.Tensor) else got[0]).numpy()
+    got = run_llvm(mod, x.numpy(), target=tvm.target.Target.from_device("cpu"))
     with torch.no_grad():
         np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-4, atol=1e-5)

@@ -20,6 +20,8 @@ import tvm
 from tvm import relax
 from tvm.relax.frontend.torch import from_exported_program
 
+from .relaxrun import run_llvm
+
 
 class Attention(torch.nn.Module):
     def forward(
@@ -63,14 +65,8 @@ def test_safe_softmax_is_one_kernel() -> None:
     assert kernels == ["safe_softmax"], kernels
 
 
-def _run(mod: tvm.IRModule, *args: torch.Tensor) -> np.ndarray:
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-    out = vm["main"](*[tvm.runtime.tensor(a.numpy()) for a in args])
-    return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
-
-
 def test_attention_matches_pytorch_with_a_fully_masked_query() -> None:
-    got = _run(_imported(), *_args())
+    got = run_llvm(_imported(), *(a.numpy() for a in _args()))
     with torch.no_grad():
         expected = Attention()(*_args()).numpy()
     assert not np.isnan(got).any()
@@ -91,4 +87,4 @@ def test_safe_softmax_matches_pytorch_on_infinities_and_nans() -> None:
     x[2, :3, 0] = float("-inf")
     mod = from_exported_program(torch.export.export(SafeSoftmax(), (x,)))
     expected = SafeSoftmax()(x).numpy()
-    np.testing.assert_allclose(_run(mod, x), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(run_llvm(mod, x.numpy()), expected, rtol=1e-6, atol=1e-7)
