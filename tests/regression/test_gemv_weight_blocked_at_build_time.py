@@ -41,4 +41,3 @@ def test_a_batch_one_dense_layer_reads_its_weight_blocked() -> None:
         s for _, s in matmuls if any(len(dims) == 3 and np.prod(dims) == 512 * 1024 for dims in s)
     ]
     assert blocked, f"no kernel reads the weight blocked: {matmuls}"
-
