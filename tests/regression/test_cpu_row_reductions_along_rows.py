@@ -1,0 +1,72 @@
+"""Patch: a reduction along contiguous rows is vectorized along them (rfactor), not across.
+
+dlight's CPU Contraction rule (a fork patch) vectorized every reduction across its output's
+axes, as a register tile of a conv. A reduction along each contiguous row (a global average
+pool: each channel's map; softmax's max and sum along the last axis) then gathered each
+vector's lanes a row apart, or, with a single output row per channel (a mean over a 40 x 40
+map, keepdims), summed each row in one scalar chain: efficientnet_b0's 17 squeeze-and-
+excitation means took 0.78 ms a run. Each row is now reduced in vectors along it (partial
+results in a block of their own, rfactor), summed at its end: 0.10 ms; softmax over
+12 x 384 x 384 2.0 -> 1.3 ms (1 thread, 2-core AMD EPYC, AVX-512). Stock schedules nothing:
+no vector loop, no partial-result block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import tvm
+from tvm import relax, tirx
+
+from .relaxrun import import_torch, run_llvm
+
+AVX512 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}
+
+
+class PoolAndAttend(torch.nn.Module):
+    """A global average pool over each channel's 40 x 40 map, and a softmax over rows of 64."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = x.mean((2, 3))  # (1, 64)
+        scores = x.flatten(2)[:, :, :64]  # (1, 64, 64)
+        return scores.softmax(-1) * pooled.unsqueeze(-1)
+
+
+def _imported() -> tuple[tvm.IRModule, np.ndarray, np.ndarray]:
+    torch.manual_seed(0)
+    model, x = PoolAndAttend().eval(), torch.randn(1, 64, 40, 40)
+    with torch.no_grad():
+        want = model(x).numpy()
+    return import_torch(model, x), x.numpy(), want
+
+
+def _blocks(func: tirx.PrimFunc) -> list[str]:
+    names: list[str] = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: names.append(n.name_hint) if isinstance(n, tirx.SBlock) else None
+    )
+    return names
+
+
+def test_row_reductions_keep_partial_results_along_the_row() -> None:
+    mod, _, _ = _imported()
+    with tvm.target.Target(AVX512):
+        lowered = relax.get_pipeline("default")(mod)
+    kernels = {
+        gvar.name_hint: _blocks(func)
+        for gvar, func in lowered.functions_items()
+        if isinstance(func, tirx.PrimFunc) and gvar.name_hint.startswith(("mean", "softmax"))
+    }
+    assert len(kernels) == 2, sorted(gv.name_hint for gv in lowered.get_global_vars())
+    across = {
+        name: blocks
+        for name, blocks in kernels.items()
+        if not any(b.endswith("_rf_update") for b in blocks)
+    }
+    assert not across, f"row reductions without partial results along the row: {across}"
+
+
+def test_results_match_pytorch() -> None:
+    mod, x, want = _imported()
+    got = run_llvm(mod, x, target=tvm.target.Target.from_device("cpu"))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
