@@ -1,4 +1,5 @@
-"""Running models in regression tests: import from PyTorch, compile for llvm, run on the CPU."""
+"""Running models in regression tests: import from PyTorch, compile for llvm, run on the CPU;
+and looking into the kernels the default pipeline lowers them to."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 import tvm
-from tvm import relax
+from tvm import relax, tirx
 from tvm.relax.frontend.torch import from_exported_program
 
 
@@ -34,3 +35,40 @@ def run_llvm(
         vm.set_instrument(instrument)
     out = vm["main"](*[tvm.runtime.tensor(a) for a in args])
     return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
+
+
+def lower_default(mod: tvm.IRModule, target: str | dict | tvm.target.Target) -> tvm.IRModule:
+    """`mod` through the default Relax pipeline for `target` (a target's JSON dict or name)."""
+    with tvm.target.Target(target):
+        return relax.get_pipeline("default")(mod)
+
+
+def kernels(mod: tvm.IRModule) -> dict[str, tirx.PrimFunc]:
+    """The PrimFuncs of `mod`, by name."""
+    return {
+        gvar.name_hint: func
+        for gvar, func in mod.functions_items()
+        if isinstance(func, tirx.PrimFunc)
+    }
+
+
+def vector_extents(func: tirx.PrimFunc) -> list[int]:
+    """The extents of the vectorized loops of `func`, in visiting order."""
+    return [int(loop.extent) for loop in _loops(func) if loop.kind == tirx.ForKind.VECTORIZED]
+
+
+def block_names(func: tirx.PrimFunc) -> list[str]:
+    """The names of the blocks of `func`, in visiting order."""
+    names: list[str] = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: names.append(n.name_hint) if isinstance(n, tirx.SBlock) else None
+    )
+    return names
+
+
+def _loops(func: tirx.PrimFunc) -> list[tirx.For]:
+    loops: list[tirx.For] = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: loops.append(n) if isinstance(n, tirx.For) else None
+    )
+    return loops

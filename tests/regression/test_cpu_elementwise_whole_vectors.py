@@ -16,9 +16,8 @@ import numpy as np
 import pytest
 import torch
 import tvm
-from tvm import relax, tirx
 
-from .relaxrun import run_llvm
+from .relaxrun import kernels, lower_default, run_llvm, vector_extents
 
 TARGETS = {
     "avx512": ({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}, 16),
@@ -31,25 +30,6 @@ class ScaledSiLU(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         return x * torch.sigmoid(x) * scale
-
-
-def _vector_loops(mod: tvm.IRModule, target: dict) -> dict[str, list[int]]:
-    with tvm.target.Target(target):
-        lowered = relax.get_pipeline("default")(mod)
-    out: dict[str, list[int]] = {}
-    for gvar, func in lowered.functions_items():
-        if isinstance(func, tirx.PrimFunc):
-            extents: list[int] = []
-            tirx.stmt_functor.post_order_visit(
-                func.body,
-                lambda n, e=extents: (
-                    e.append(int(n.extent))
-                    if isinstance(n, tirx.For) and n.kind == tirx.ForKind.VECTORIZED
-                    else None
-                ),
-            )
-            out[gvar.name_hint] = extents
-    return out
 
 
 def _imported() -> tuple[tvm.IRModule, list[np.ndarray], np.ndarray]:
@@ -68,7 +48,9 @@ def _imported() -> tuple[tvm.IRModule, list[np.ndarray], np.ndarray]:
 def test_elementwise_rows_of_20_take_whole_vectors(isa: str) -> None:
     target, lanes = TARGETS[isa]
     mod, _, _ = _imported()
-    loops = _vector_loops(mod, target)
+    loops = {
+        name: vector_extents(func) for name, func in kernels(lower_default(mod, target)).items()
+    }
     assert loops, "no kernel in the lowered module"
     narrow = {name: e for name, e in loops.items() if e != [lanes]}
     assert not narrow, f"kernels not vectorized {lanes} lanes wide ({isa}): {narrow}"

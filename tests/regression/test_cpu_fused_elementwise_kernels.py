@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 import torch
 import tvm
-from tvm import relax, tirx
 
-from .relaxrun import import_torch, run_llvm
+from .relaxrun import import_torch, kernels, lower_default, run_llvm
 
 
 class ConvBnAct(torch.nn.Module):
@@ -55,13 +54,9 @@ def _case(name: str) -> tuple[tvm.IRModule, np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 def test_the_conv_is_followed_by_one_kernel(name: str) -> None:
     mod, _, _ = _case(name)
-    with tvm.target.Target("llvm"):
-        lowered = relax.get_pipeline("default")(mod)
-    kernels = sorted(
-        gv.name_hint for gv, f in lowered.functions_items() if isinstance(f, tirx.PrimFunc)
-    )
-    assert len(kernels) == 2 and kernels[0].startswith("conv2d"), kernels
-    assert "batch_norm" not in kernels[1], kernels
+    names = sorted(kernels(lower_default(mod, "llvm")))
+    assert len(names) == 2 and names[0].startswith("conv2d"), names
+    assert "batch_norm" not in names[1], names
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))

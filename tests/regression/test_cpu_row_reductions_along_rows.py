@@ -16,9 +16,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 import tvm
-from tvm import relax, tirx
 
-from .relaxrun import import_torch, run_llvm
+from .relaxrun import block_names, import_torch, kernels, lower_default, run_llvm
 
 AVX512 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}
 
@@ -40,27 +39,17 @@ def _imported() -> tuple[tvm.IRModule, np.ndarray, np.ndarray]:
     return import_torch(model, x), x.numpy(), want
 
 
-def _blocks(func: tirx.PrimFunc) -> list[str]:
-    names: list[str] = []
-    tirx.stmt_functor.post_order_visit(
-        func.body, lambda n: names.append(n.name_hint) if isinstance(n, tirx.SBlock) else None
-    )
-    return names
-
-
 def test_row_reductions_keep_partial_results_along_the_row() -> None:
     mod, _, _ = _imported()
-    with tvm.target.Target(AVX512):
-        lowered = relax.get_pipeline("default")(mod)
-    kernels = {
-        gvar.name_hint: _blocks(func)
-        for gvar, func in lowered.functions_items()
-        if isinstance(func, tirx.PrimFunc) and gvar.name_hint.startswith(("mean", "softmax"))
+    found = {
+        name: block_names(func)
+        for name, func in kernels(lower_default(mod, AVX512)).items()
+        if name.startswith(("mean", "softmax"))
     }
-    assert len(kernels) == 2, sorted(gv.name_hint for gv in lowered.get_global_vars())
+    assert len(found) == 2, sorted(found)
     across = {
         name: blocks
-        for name, blocks in kernels.items()
+        for name, blocks in found.items()
         if not any(b.endswith("_rf_update") for b in blocks)
     }
     assert not across, f"row reductions without partial results along the row: {across}"

@@ -19,9 +19,8 @@ import functools
 import numpy as np
 import torch
 import tvm
-from tvm import relax, tirx
 
-from .relaxrun import import_torch, run_llvm
+from .relaxrun import import_torch, kernels, lower_default, run_llvm, vector_extents
 from .test_cpu_default_schedule import AVX2
 
 
@@ -53,30 +52,14 @@ def _imported() -> tuple[torch.nn.Module, torch.Tensor, tvm.IRModule]:
     return model, x, import_torch(model, x)
 
 
-def _vector_extents(func: tirx.PrimFunc) -> list[int]:
-    extents: list[int] = []
-    tirx.stmt_functor.post_order_visit(
-        func.body,
-        lambda n: (
-            extents.append(int(n.extent))
-            if isinstance(n, tirx.For) and n.kind == tirx.ForKind.VECTORIZED
-            else None
-        ),
-    )
-    return extents
-
-
 def test_row_reductions_take_one_vector() -> None:
     _, _, mod = _imported()
-    with tvm.target.Target(AVX2):
-        lowered = relax.get_pipeline("default")(mod)
     extents = {
-        gv.name_hint: _vector_extents(func)
-        for gv, func in lowered.functions_items()
-        if isinstance(func, tirx.PrimFunc)
-        and gv.name_hint.startswith(("layer_norm", "softmax", "safe_softmax"))
+        name: vector_extents(func)
+        for name, func in kernels(lower_default(mod, AVX2)).items()
+        if name.startswith(("layer_norm", "softmax", "safe_softmax"))
     }
-    assert len(extents) >= 2, sorted(gv.name_hint for gv in lowered.get_global_vars())
+    assert len(extents) >= 2, sorted(extents)
     assert all(extents.values()), f"row reductions left scalar: {extents}"
     wide = {name: e for name, e in extents.items() if max(e) > 8}
     assert not wide, f"vectors wider than one AVX2 vector across rows: {wide}"
