@@ -48,7 +48,7 @@ def test_nhwc_weights_are_transformed_once_at_compile_time() -> None:
     weight_shapes = {tuple(p.shape) for p in model.parameters() if p.dim() == 4}
     on_weights = [(n, s) for n, s in calls if weight_shapes & set(s)]
     assert not on_weights, f"kernels run on constant weights at every call: {on_weights}"
-    assert any(n.startswith("conv2d") for n, _ in calls), calls  # the instrument saw the convs
+    assert any("conv2d" in n for n, _ in calls), calls  # the instrument saw the convs
 
 
 def test_a_folded_weight_is_kept_once_not_beside_its_original(tmp_path) -> None:
