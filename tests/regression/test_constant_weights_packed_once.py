@@ -34,7 +34,7 @@ def test_a_dense_layer_reads_its_weight_blocked_at_build_time() -> None:
     got = run_llvm(import_torch(model, x), x.numpy(), instrument=record)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     kernels = [(n, s) for n, s in shapes_seen if not n.startswith("vm.builtin")]
-    assert any(n.startswith("matmul") for n, _ in kernels), kernels
+    assert any("matmul" in n for n, _ in kernels), kernels  # fused_matmul_add_... too
     in_its_layout = [(n, s) for n, s in kernels if {(768, 3072), (3072, 768)} & set(s)]
     assert not in_its_layout, (
         f"kernels get the weight in its own layout every call: {in_its_layout}"

@@ -97,8 +97,9 @@ def test_each_level_has_its_own_kernels_compiled_for_it(built: dict[str, Path]) 
         ["nm", "--defined-only", str(built["levels"])], capture_output=True, text=True, check=True
     ).stdout.split()
     for level in LEVELS.split(","):
-        # the kernel's name, or its name with the weight it takes blocked at build time
-        kernel = re.compile(rf"__tvm_ffi_matmul__{level.replace('-', '_')}(_packed\d+)?")
+        # the kernel's name (fused with its bias or not), or its name with the weight it
+        # takes blocked at build time
+        kernel = re.compile(rf"__tvm_ffi_\w*matmul\w*__{level.replace('-', '_')}(_packed\d+)?")
         assert any(kernel.fullmatch(name) for name in names), f"no {level} kernel"
     code = subprocess.run(
         ["objdump", "-d", str(built["levels"])], capture_output=True, text=True, check=True
