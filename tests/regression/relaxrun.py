@@ -64,11 +64,7 @@ def lowered_tir(
 
 def buffer_loads(func: tirx.PrimFunc) -> list[tirx.BufferLoad]:
     """The loads of `func`, in visiting order."""
-    loads: list[tirx.BufferLoad] = []
-    tirx.stmt_functor.post_order_visit(
-        func.body, lambda n: loads.append(n) if isinstance(n, tirx.BufferLoad) else None
-    )
-    return loads
+    return _nodes(func, tirx.BufferLoad)
 
 
 def kernels(mod: tvm.IRModule) -> dict[str, tirx.PrimFunc]:
@@ -87,16 +83,17 @@ def vector_extents(func: tirx.PrimFunc) -> list[int]:
 
 def block_names(func: tirx.PrimFunc) -> list[str]:
     """The names of the blocks of `func`, in visiting order."""
-    names: list[str] = []
-    tirx.stmt_functor.post_order_visit(
-        func.body, lambda n: names.append(n.name_hint) if isinstance(n, tirx.SBlock) else None
-    )
-    return names
+    return [block.name_hint for block in _nodes(func, tirx.SBlock)]
 
 
 def _loops(func: tirx.PrimFunc) -> list[tirx.For]:
-    loops: list[tirx.For] = []
+    return _nodes(func, tirx.For)
+
+
+def _nodes(func: tirx.PrimFunc, kind: type) -> list:
+    """The nodes of type `kind` in the body of `func`, in visiting order."""
+    found: list = []
     tirx.stmt_functor.post_order_visit(
-        func.body, lambda n: loops.append(n) if isinstance(n, tirx.For) else None
+        func.body, lambda n: found.append(n) if isinstance(n, kind) else None
     )
-    return loops
+    return found
