@@ -80,3 +80,47 @@ def test_results_match_pytorch(name: str) -> None:
     mod, x, want = _case(name)
     got = run_llvm(mod, x, target=tvm.target.Target.from_device("cpu"))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+class PositionalConv(torch.nn.Module):
+    """HuBERT's and wav2vec2's positional conv: an even kernel padded by half of it gives one
+    output too many, which the model slices off before its GELU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv1d(64, 64, 16, padding=8, groups=4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(self.conv(x)[:, :, :-1])
+
+
+def _writes_past_the_end(func: tvm.tirx.PrimFunc) -> list[str]:
+    """The blocks of `func` that iterate over more points than the buffer they write holds."""
+    found: list[str] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, tvm.tirx.SBlock) and node.writes and node.iter_vars:
+            spatial = [iv for iv in node.iter_vars if iv.iter_type == tvm.tirx.IterVar.DataPar]
+            points = int(np.prod([int(iv.dom.extent) for iv in spatial]))
+            if points > int(np.prod([int(d) for d in node.writes[0].buffer.shape])):
+                found.append(node.name_hint)
+
+    tvm.tirx.stmt_functor.post_order_visit(func.body, visit)
+    return found
+
+
+def test_a_slice_after_the_conv_is_not_computed_on_the_tile() -> None:
+    """The slice covers fewer points than the conv's result: inlined into the tile's
+    write-back, the conv's last output was stored past the end of its row, into the next
+    channel's first, where another thread's tile writes (HuBERT-base and wav2vec2-base: 2.6%
+    and 0.4% off PyTorch on 2 threads, right on 1)."""
+    torch.manual_seed(0)
+    model, x = PositionalConv().eval(), torch.randn(1, 64, 49)
+    with torch.no_grad():
+        want = model(x).numpy()
+    mod = import_torch(model, x)
+    lowered = lower_default(mod, tvm.target.Target.from_device("cpu"))
+    bad = {name: _writes_past_the_end(f) for name, f in kernels(lowered).items()}
+    assert not any(bad.values()), bad
+    got = run_llvm(mod, x.numpy(), target=tvm.target.Target.from_device("cpu"))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

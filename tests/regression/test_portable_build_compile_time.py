@@ -23,6 +23,7 @@ import torch
 import tvm
 from tvm import relax
 
+from .hf import transformers
 from .relaxrun import import_torch, run_llvm
 
 LEVELS = {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}
@@ -77,4 +78,32 @@ def test_weight_packing_is_compiled_in_one_module(monkeypatch) -> None:  # type:
     packs = [names for names in builds if any("_pack" in n for n in names)]
     assert packs, f"no weight blocked at build time: {builds}"
     assert len(packs) == 1, f"the weights' copies compiled {len(packs)} times: {builds}"
-    assert len(packs[0]) > 3, packs  # 3 weights, blocked for each level that tiles them
+    # 3 weights, each blocked once for the levels whose tiles share a layout, else per level
+    assert len(packs[0]) >= 3, packs
+
+
+def test_a_kernel_folded_after_versioning_is_computed_on_this_cpu() -> None:
+    """T5's relative position buckets (a fused `full`, `minimum`, `where` on constants) become
+    foldable only once fused, after each kernel was copied per level with its level's target:
+    the fold compiled the copy for that level, in a module of its own, and found no function
+    to call ("Module has no function '...__x86_64'"); T5 and BLOOM did not build portable.
+    Stock builds the level list's generic code and runs."""
+    hf = transformers()
+    torch.manual_seed(0)
+    config = hf.T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4)
+    model = hf.T5EncoderModel(config).eval()
+    ids = torch.randint(0, 64, (1, 12))
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.model(input_ids=x).last_hidden_state
+
+    wrapped = Encoder().eval()
+    with torch.no_grad():
+        want = wrapped(ids).numpy()
+    got = run_llvm(import_torch(wrapped, ids), ids.numpy(), target=tvm.target.Target(LEVELS))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
