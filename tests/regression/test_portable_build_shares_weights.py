@@ -19,13 +19,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import tvm
 from tvm import relax
 
-from .relaxrun import import_torch
+from .relaxrun import export_levels_and_host, import_torch
 
 LEVELS = {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}
 SUFFIXES = ("x86_64", "x86_64_v3", "x86_64_v4")
@@ -86,17 +85,7 @@ def test_every_level_reads_one_blocked_copy_of_each_weight() -> None:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     model, x = _model()
-    with torch.no_grad():
-        want = model(x).numpy()
-    mod = import_torch(model, x)
-    out = tmp_path_factory.mktemp("shared")
-    paths = {"levels": out / "levels.so", "host": out / "host.so"}
-    targets = {"levels": tvm.target.Target(LEVELS), "host": tvm.target.Target.from_device("cpu")}
-    for name, path in paths.items():
-        tvm.compile(mod, target=targets[name]).export_library(str(path))
-    np.save(out / "x.npy", x.numpy())
-    np.save(out / "want.npy", want)
-    return {**paths, "x": out / "x.npy", "want": out / "want.npy"}
+    return export_levels_and_host(model, x, LEVELS["mcpu"], tmp_path_factory.mktemp("shared"))
 
 
 def test_the_library_holds_each_weight_once(built: dict[str, Path]) -> None:
