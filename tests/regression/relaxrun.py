@@ -4,6 +4,7 @@ and looking into the kernels the default pipeline lowers them to."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,6 +36,27 @@ def run_llvm(
         vm.set_instrument(instrument)
     out = vm["main"](*[tvm.runtime.tensor(a) for a in args])
     return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
+
+
+def export_levels_and_host(
+    model: torch.nn.Module, x: torch.Tensor, levels: str, out: Path
+) -> dict[str, Path]:
+    """`model` built for the x86-64 `levels` (an mcpu list) and for the host's CPU, each
+    exported to a library in `out`, with its input and PyTorch's output saved beside them:
+    the paths, by "levels", "host", "x" and "want"."""
+    with torch.no_grad():
+        want = model(x).numpy()
+    mod = import_torch(model, x)
+    paths = {"levels": out / "levels.so", "host": out / "host.so"}
+    targets = {
+        "levels": tvm.target.Target({"kind": "llvm", "mcpu": levels}),
+        "host": tvm.target.Target.from_device("cpu"),
+    }
+    for name, path in paths.items():
+        tvm.compile(mod, target=targets[name]).export_library(str(path))
+    np.save(out / "x.npy", x.numpy())
+    np.save(out / "want.npy", want)
+    return {**paths, "x": out / "x.npy", "want": out / "want.npy"}
 
 
 def lower_default(mod: tvm.IRModule, target: str | dict | tvm.target.Target) -> tvm.IRModule:

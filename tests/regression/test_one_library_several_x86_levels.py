@@ -18,12 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-import tvm
 
-from .relaxrun import import_torch
+from .relaxrun import export_levels_and_host
 
 LEVELS = "x86-64,x86-64-v3,x86-64-v4"
 V4_FLAGS = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
@@ -58,20 +56,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The model's library for LEVELS and for the host's CPU, its input and PyTorch's output."""
     torch.manual_seed(0)
     model, x = _model()
-    with torch.no_grad():
-        want = model(x).numpy()
-    mod = import_torch(model, x)
-    out = tmp_path_factory.mktemp("levels")
-    paths = {"levels": out / "levels.so", "host": out / "host.so"}
-    targets = {
-        "levels": tvm.target.Target({"kind": "llvm", "mcpu": LEVELS}),
-        "host": tvm.target.Target.from_device("cpu"),
-    }
-    for name, path in paths.items():
-        tvm.compile(mod, target=targets[name]).export_library(str(path))
-    np.save(out / "x.npy", x.numpy())
-    np.save(out / "want.npy", want)
-    return {**paths, "x": out / "x.npy", "want": out / "want.npy"}
+    return export_levels_and_host(model, x, LEVELS, tmp_path_factory.mktemp("levels"))
 
 
 def _cpu_flags() -> set[str]:

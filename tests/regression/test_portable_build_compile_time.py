@@ -78,7 +78,8 @@ def test_weight_packing_is_compiled_in_one_module(monkeypatch) -> None:  # type:
     packs = [names for names in builds if any("_pack" in n for n in names)]
     assert packs, f"no weight blocked at build time: {builds}"
     assert len(packs) == 1, f"the weights' copies compiled {len(packs)} times: {builds}"
-    assert len(packs[0]) > 3, packs  # 3 weights, blocked for each level that tiles them
+    # 3 weights, each blocked once for the levels whose tiles share a layout, else per level
+    assert len(packs[0]) >= 3, packs
 
 
 def test_a_kernel_folded_after_versioning_is_computed_on_this_cpu() -> None:
