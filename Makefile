@@ -12,7 +12,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TVMFORK := $(VENV)/bin/tvmfork
 
-.PHONY: all checkout wheel image test test-unit test-overlay test-conformance conformance bench-models \
+.PHONY: all checkout wheel image test test-unit test-overlay test-conformance conformance \
+	conformance-portable bench-models \
 	test-native test-aarch64 check lint clean
 
 all: wheel
@@ -54,6 +55,15 @@ test-conformance: $(VENV)/.installed
 # timings; report in out/conformance/. ARGS passes more options (ARGS="--jobs 2").
 conformance: $(VENV)/.installed
 	$(TVMFORK) conformance torchvision transformers transformers-onnx onnx-node $(ARGS)
+
+# The portable build's lane (opt-in, about 40 minutes fork side on 2 cores): the model suites
+# built as one library for x86-64, x86-64-v3 and x86-64-v4 (the running CPU's best level
+# called; stock compiles for the generic CPU) and run on 2 threads. It shows what a plain-llvm
+# run cannot: a race in a wider tile only the host's vectors get, a level's kernel the build
+# cannot compile. Report in out/conformance-portable/.
+conformance-portable: $(VENV)/.installed
+	$(TVMFORK) conformance torchvision transformers transformers-onnx --target portable \
+		--threads 2 --report out/conformance-portable $(ARGS)
 
 # The aarch64 lane (opt-in; root, Debian's qemu-user-static, debootstrap and
 # g++-aarch64-linux-gnu): the `device` suite (ci's ONNX node cases, 28 models) cross-compiled
