@@ -25,14 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _paths  # noqa: F401  (the conformance worker's folder on sys.path)
+from casework.timing import interleaved  # type: ignore[import-not-found]
 
 MODELS = ("dcgan", "dcgan-nhwc", "conv3x3", "decoder")
 
@@ -96,33 +99,6 @@ def model_and_input(name: str) -> tuple[torch.nn.Module, torch.Tensor]:
     return model.eval(), x
 
 
-def seconds(fn: Callable[[], object], n: int) -> list[float]:
-    """Wall time of `n` calls of `fn`, one sample per call."""
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
-
-
-def interleaved_medians(
-    fns: list[Callable[[], object]], repeat: int, block: int = 5
-) -> list[float]:
-    """Median seconds per call of each of `fns`, timed in alternating blocks of `block`
-    calls, so that all of them see the same machine (this 2-core VM's speed drifts by
-    tens of percent from minute to minute). Each block starts after a pause and an untimed
-    call, so that the other runtime's idle threads have stopped spinning."""
-    samples: list[list[float]] = [[] for _ in fns]
-    while len(samples[0]) < repeat:
-        n = min(block, repeat - len(samples[0]))
-        for fn, out in zip(fns, samples, strict=True):
-            time.sleep(0.05)
-            fn()
-            out.extend(seconds(fn, n))
-    return [statistics.median(s) for s in samples]
-
-
 def tvm_worker(names: list[str], repeat: int, target: str, threads: int) -> dict[str, object]:
     """Compile and time each model on the TVM of this interpreter, interleaved with PyTorch
     eager in this same process; TVM's outputs vs PyTorch's.
@@ -176,7 +152,13 @@ def tvm_worker(names: list[str], repeat: int, target: str, threads: int) -> dict
             with torch.no_grad():
                 model(x)
 
-        tvm_s, torch_s = interleaved_medians([run_tvm, run_torch], repeat)
+        # alternating blocks of 5 calls, each after a pause and an untimed call, so that both
+        # see the same machine (this 2-core VM's speed drifts by tens of percent from minute
+        # to minute) and the other runtime's idle threads have stopped spinning
+        ms = interleaved(
+            {"tvm": run_tvm, "torch": run_torch}, repeat, block=5, pause_s=0.05, settle=True
+        )
+        tvm_s, torch_s = ms["tvm_ms"] / 1e3, ms["torch_ms"] / 1e3
         results[name] = {
             "seconds": tvm_s,
             "torch": torch_s,

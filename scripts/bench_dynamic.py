@@ -17,21 +17,20 @@ dynamic, and dynamic/static.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-CONFORMANCE = Path(__file__).resolve().parents[1] / "python/tvmfork/conformance"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _paths  # noqa: F401  (the conformance worker's folder on sys.path)
+from casework.timing import interleaved  # type: ignore[import-not-found]
 
 
 def _suite() -> Any:
-    sys.path.insert(0, str(CONFORMANCE))
     import torchvision_shim  # transformers imports torchvision
 
     torchvision_shim.load()
@@ -55,18 +54,6 @@ def _compile(model: torch.nn.Module, ids: torch.Tensor, target: str, dynamic: bo
     mod = from_exported_program(exported, keep_params_as_input=False)
     tgt = tvm.target.Target.from_device("cpu") if target == "host" else tvm.target.Target(target)
     return relax.VirtualMachine(tvm.compile(mod, target=tgt), tvm.cpu())
-
-
-def _median_ms(fns: dict[str, Any], reps: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(reps):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            samples[name].append((time.perf_counter() - start) * 1e3)
-    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def bench(name: str, lengths: list[int], target: str, reps: int) -> list[dict[str, Any]]:
@@ -94,7 +81,7 @@ def bench(name: str, lengths: list[int], target: str, reps: int) -> list[dict[st
             with torch.no_grad():
                 model(ids)
 
-        times = _median_ms(
+        times = interleaved(
             {
                 "torch": eager,
                 "static": lambda s=static, a=arg: s["main"](a),
@@ -102,7 +89,7 @@ def bench(name: str, lengths: list[int], target: str, reps: int) -> list[dict[st
             },
             reps,
         )
-        rows.append({"model": name, "length": length, **times})
+        rows.append({"model": name, "length": length, **{k[:-3]: v for k, v in times.items()}})
     return rows
 
 

@@ -21,7 +21,6 @@ TVM_NUM_THREADS says otherwise. `-k` takes globs as `tvmfork conformance -k` doe
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import math
 import os
 import statistics
@@ -33,9 +32,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import profile_model
+from casework.catalog import globs, pick  # type: ignore[import-not-found]
+from casework.targets import X86_LEVELS  # type: ignore[import-not-found]
+from casework.timing import interleaved  # type: ignore[import-not-found]
 
 MAX_REL_ERR = 1e-3  # the conformance lane's bound for a model against PyTorch
-LEVELS = "x86-64,x86-64-v3,x86-64-v4"
+LEVELS = ",".join(X86_LEVELS)
 
 
 def _max_rel_err(out: Any, ref: Any) -> float:
@@ -89,17 +91,14 @@ def bench_case(suite: str, name: str, levels: str, reps: int) -> dict[str, float
             err = _max_rel_err(_output(vms[side]["main"](*args)), ref)
             if err > MAX_REL_ERR:
                 raise RuntimeError(f"{name} ({side}): max relative error {err:.2e} vs PyTorch")
-        times: dict[str, list[float]] = {"torch": [], **{side: [] for side in vms}}
-        for _ in range(reps):
-            for side, vm in vms.items():
-                start = time.perf_counter()
-                vm["main"](*args)
-                times[side].append(time.perf_counter() - start)
+
+        def eager() -> None:
             with torch.no_grad():
-                start = time.perf_counter()
                 model(*inputs)
-                times["torch"].append(time.perf_counter() - start)
-    row.update({f"{k}_ms": statistics.median(v) * 1e3 for k, v in times.items()})
+
+        fns = {side: (lambda vm=vm: vm["main"](*args)) for side, vm in vms.items()}
+        threads = int(os.environ["TVM_NUM_THREADS"])
+        row.update(interleaved({**fns, "torch": eager}, reps, threads=threads))
     return row
 
 
@@ -131,8 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     cases = profile_model.case_names(a.suite)
-    globs = [g.strip() for v in a.k or ["*"] for g in v.split(",") if g.strip()]
-    names = [n for n in cases if any(fnmatch.fnmatchcase(n, g) for g in globs)]
+    names = pick(cases, globs(a.k or []))
     host = tvm.target.Target.from_device("cpu")
     print(
         f"CPU {profile_model.cpu_model()}; host target {host}; levels {a.levels}; "

@@ -25,15 +25,10 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-CONFORMANCE = HERE.parent / "python" / "tvmfork" / "conformance"
-SUITES = {
-    "torchvision": "torchvision_models.py",
-    "transformers": "transformers_models.py",
-    "transformers-bench": "transformers_bench.py",
-}
+import _paths  # noqa: F401  (the conformance worker's folder on sys.path)
+from casework.catalog import TORCH_MODULES as SUITES  # type: ignore[import-not-found]
+from casework.timing import samples_ms  # type: ignore[import-not-found]
 
 
 def cpu_model() -> str:
@@ -42,11 +37,10 @@ def cpu_model() -> str:
 
 
 def _suite(suite: str):  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(CONFORMANCE))  # the suites import their neighbours by name
-    import torchvision_shim  # type: ignore[import-not-found]
+    import torchvision_shim  # type: ignore[import-not-found]  (the suites import it by name)
 
     torchvision_shim.load()
-    path = CONFORMANCE / SUITES[suite]
+    path = SUITES[suite]
     spec = importlib.util.spec_from_file_location(f"suite_{suite.replace('-', '_')}", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -110,27 +104,23 @@ def main() -> int:
             shapes[name] = " ".join("x".join(map(str, d)) for d in dims)[:70]
         return 0
 
-    ends = []
-    for _ in range(a.runs):
-        t = time.perf_counter()
-        vm["main"](*args)
-        ends.append((time.perf_counter() - t) * 1e3)
+    def eager() -> None:
+        with torch.no_grad():
+            model(*inputs)
+
+    threads = int(os.environ["TVM_NUM_THREADS"])
+    timed = samples_ms({"tvm": lambda: vm["main"](*args), "torch": eager}, a.runs, threads=threads)
+    ends, eager_ms = timed["tvm"], timed["torch"]
     vm.set_instrument(instrument)
     for _ in range(a.runs):
         vm["main"](*args)
-    with torch.no_grad():
-        eager = []
-        for _ in range(a.runs):
-            t = time.perf_counter()
-            model(*inputs)
-            eager.append((time.perf_counter() - t) * 1e3)
 
     per_run = {k: sum(v) / a.runs * 1e3 for k, v in calls.items()}
     total = sum(per_run.values())
     print(f"CPU {cpu_model()}; target {target}; TVM_NUM_THREADS {os.environ['TVM_NUM_THREADS']}")
     print(
         f"{a.suite}/{a.case}: compile {compile_s:.1f} s; median run {statistics.median(ends):.2f}"
-        f" ms (PyTorch eager {statistics.median(eager):.2f} ms, one thread count as above); "
+        f" ms (PyTorch eager {statistics.median(eager_ms):.2f} ms, one thread count as above); "
         f"instrumented calls {total:.2f} ms a run"
     )
     print(f"{'ms/run':>8} {'share':>6} {'calls':>5}  function  (argument shapes)")

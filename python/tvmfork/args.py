@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from tvmfork import __version__, settings, verify
+from tvmfork.conformance import suites
+from tvmfork.conformance.casework import targets
 
 
 def parser() -> argparse.ArgumentParser:
@@ -167,9 +169,8 @@ def parser() -> argparse.ArgumentParser:
         "suites",
         nargs="*",
         metavar="SUITE",
-        help="torchvision, transformers, transformers-onnx, onnx-node, ci, device (ci's node "
-        "cases and 28 models, for RPC devices) (default: ci, unless --onnx/--torch-module is "
-        "given)",
+        help=f"{suites.describe()} (default: ci, unless --onnx/--torch-module/--hf is given). "
+        "`conformance merge REPORT...` joins the reports of a run's shards (--shard) instead",
     )
     cf.add_argument(
         "--onnx",
@@ -220,15 +221,11 @@ def parser() -> argparse.ArgumentParser:
     cf.add_argument(
         "--target",
         default="llvm",
-        help="TVM target, or 'host' for the host's ISA (llvm), or 'portable' for one library "
-        "with kernels for x86-64, x86-64-v3 and x86-64-v4 (the best the CPU runs called), "
-        "or aarch64 (64-bit Arm Linux, "
-        "NEON; run on a device of --rpc-tracker), or cuda (compile-only: each kernel "
-        "assembled by nvcc for --cuda-archs, not run)",
+        help=f"{targets.describe()}; or any TVM target string, run here (default llvm)",
     )
     cf.add_argument(
         "--cuda-archs",
-        default="sm_80,sm_89,sm_90",
+        default=",".join(targets.CUDA_ARCHS),
         metavar="SM[,SM]",
         help="--target cuda: compile for the first, assemble for each (default sm_80,sm_89,sm_90)",
     )
@@ -284,6 +281,12 @@ def parser() -> argparse.ArgumentParser:
         help="threads for TVM, PyTorch and ONNX Runtime alike (default: each its own)",
     )
     cf.add_argument("--report", help="report folder (default: out/conformance)")
+    cf.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run the K-th of N deterministic shards of the cases (e.g. one per machine of a "
+        "CI matrix); `tvmfork conformance merge REPORT...` joins the N reports into one",
+    )
     with_sides(cf)
 
     ev = sub.add_parser(

@@ -159,9 +159,10 @@ def cmd_upstream_tests(ctx: Ctx) -> int:
 
 
 def cmd_conformance(ctx: Ctx) -> int:
-    from tvmfork.conformance import command
+    from tvmfork.conformance import command, options
 
-    outcome = command.run(ctx.args, ctx.settings, ctx.lock(), ctx.series(), ctx.root)
+    opts = options.from_args(ctx.args)
+    outcome = command.run(opts, ctx.settings, ctx.lock(), ctx.series(), ctx.root)
     print("\n".join(outcome.lines))
     if outcome.regressions:
         raise VerifyError(f"{len(outcome.regressions)} case(s) work on stock and not on the fork")

@@ -36,12 +36,18 @@ def side_python(settings: Settings, lock: Lock, side: str) -> Path:
 
 @dataclass(frozen=True)
 class Sides:
-    """The stock and fork venvs of verify, conformance and upstream-tests."""
+    """The stock and fork venvs of verify, conformance and upstream-tests, and the wheel each
+    was made from."""
 
     stock: Path
     fork: Path
     included: set[str]
     stock_only: dict[str, str]  # patches whose fork side cannot run, and why
+    stock_wheel: Path
+    fork_wheel: Path
+
+    def wheels(self) -> dict[str, Path]:
+        return {"stock": self.stock_wheel, "fork": self.fork_wheel}
 
 
 def test_sides(
@@ -55,7 +61,9 @@ def test_sides(
     fork_wheel: Path | None = None,
 ) -> Sides:
     """Make or reuse the two venvs. The stock side is the lock's stock wheel with `stock_ffi`,
-    the fork side the overlay of the Python patches (or `fork_wheel`, e.g. a source wheel).
+    the fork side the overlay of the Python patches, or `fork_wheel` (e.g. a source or a CUDA
+    wheel), in a venv of its own named by its sha256, so that testing a given wheel never
+    replaces the overlay's venv.
 
     With `against`, the stock side is that release from PyPI and the fork side an overlay of
     its wheel with the Python patches that still apply to it.
@@ -71,6 +79,7 @@ def test_sides(
         wheel, included = res.path, set(res.included)
         stock_reqs = [against, stock_ffi]
         stock_name = f"stock-{venvs.key(against, stock_ffi)}"
+        stock_wheel, fork_name = base_wheel, f"{FORK_VENV}-against"
     else:
         stock_path, stock_wf = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
         if fork_wheel:
@@ -80,14 +89,16 @@ def test_sides(
             wheel, included = res.path, set(res.included)
         stock_reqs = [str(stock_path), stock_ffi]
         stock_name = _stock_venv(stock_wf.sha256)
+        stock_wheel = stock_path
+        fork_name = f"{FORK_VENV}-{stock.sha256_of(wheel)[:12]}" if fork_wheel else FORK_VENV
     vroot = settings.cache_dir / "venvs"
     venvs.ensure(deps, reqs, python=settings.python)
     stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps)
     fork_py = venvs.ensure(
-        vroot / (f"{FORK_VENV}-against" if against else FORK_VENV),
+        vroot / fork_name,
         [str(wheel)],
         python=settings.python,
         deps_venv=deps,
         fingerprint=stock.sha256_of(wheel),
     )
-    return Sides(stock_py, fork_py, included, stock_only)
+    return Sides(stock_py, fork_py, included, stock_only, stock_wheel, wheel)

@@ -9,28 +9,33 @@ import json
 import pytest
 
 from tvmfork.conformance import remote
-from tvmfork.conformance.spec import Remote
+from tvmfork.conformance.casework.spec import Remote, RunConfig
 from tvmfork.errors import UsageError
 
 pytestmark = pytest.mark.unit
 
 
 def test_a_local_target_needs_no_device() -> None:
-    assert remote.resolve("llvm", None, None, None) == ("llvm", None)
-    assert remote.resolve("host", None, None, None) == ("host", None)
+    assert remote.resolve("llvm", None, None, None) == RunConfig("llvm")
+    assert remote.resolve("host", None, None, None) == RunConfig("host")
+    portable = json.loads(remote.resolve("portable", None, None, None).target)
+    assert portable == {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}
+    assert remote.resolve("llvm -mcpu=znver3", None, None, None) == RunConfig("llvm -mcpu=znver3")
 
 
 def test_aarch64_is_a_triple_and_its_cross_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(remote.shutil, "which", lambda name: f"/usr/bin/{name}")
-    target, device = remote.resolve("aarch64", "10.0.0.5:9190", "rk3588", None)
-    assert json.loads(target) == {
+    config = remote.resolve("aarch64", "10.0.0.5:9190", "rk3588", None)
+    assert json.loads(config.target) == {
         "kind": "llvm",
         "mtriple": "aarch64-linux-gnu",
         "mattr": ["+neon"],
     }
-    assert device == Remote("10.0.0.5:9190", "rk3588", "aarch64-linux-gnu-g++")
+    assert config.remote == Remote("10.0.0.5:9190", "rk3588", "aarch64-linux-gnu-g++")
     # a device like this machine is linked by the default compiler
-    assert remote.resolve("llvm", "h:1", "x86", None) == ("llvm", Remote("h:1", "x86", ""))
+    assert remote.resolve("llvm", "h:1", "x86", None) == RunConfig(
+        "llvm", remote=Remote("h:1", "x86")
+    )
 
 
 @pytest.mark.parametrize(
@@ -58,11 +63,16 @@ def test_a_missing_cross_compiler_says_what_to_install(monkeypatch: pytest.Monke
 
 def test_cuda_targets_the_first_architecture(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(remote.shutil, "which", lambda name: "/usr/bin/nvcc")
-    assert json.loads(remote.cuda_target("sm_80,sm_89,sm_90")) == {"kind": "cuda", "arch": "sm_80"}
-    assert json.loads(remote.cuda_target("sm_90a")) == {"kind": "cuda", "arch": "sm_90a"}
+    config = remote.resolve("cuda", None, None, None, "sm_80,sm_89,sm_90")
+    assert json.loads(config.target) == {"kind": "cuda", "arch": "sm_80"}
+    assert config.assemble == ("sm_80", "sm_89", "sm_90") and config.remote is None
+    config = remote.resolve("cuda", None, None, None, "sm_90a")
+    assert json.loads(config.target) == {"kind": "cuda", "arch": "sm_90a"}
     for bad in ("", "sm80", "compute_80", "sm_80,gfx90a"):
         with pytest.raises(UsageError, match="give CUDA architectures"):
-            remote.cuda_target(bad)
+            remote.cuda_archs(bad)
+    with pytest.raises(UsageError, match="compile-only here: no --rpc-tracker"):
+        remote.resolve("cuda", "h:1", "k", None)
     monkeypatch.setattr(remote.shutil, "which", lambda name: None)
     with pytest.raises(UsageError, match="needs nvcc"):
-        remote.cuda_target("sm_80")
+        remote.cuda_archs("sm_80")

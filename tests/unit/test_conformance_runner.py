@@ -4,13 +4,14 @@ next case."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from tvmfork import settings
-from tvmfork.conformance import report, spec
+from tvmfork.conformance import report
+from tvmfork.conformance.casework import spec, timing
 from tvmfork.conformance.runner import CaseSpec, Result, Worker
 
 pytestmark = pytest.mark.unit
@@ -19,7 +20,7 @@ FAKE = """#!{python}
 import json, sys, time
 print(json.dumps({{"ready": True}}), flush=True)
 for line in sys.stdin:
-    name = json.loads(line)["name"]
+    name = json.loads(line)["case"]["name"]
     print(json.dumps({{"stage": "compile"}}), flush=True)
     if name == "segfault":
         print("!!!!!!! Segfault encountered !!!!!!!", file=sys.stderr, flush=True)
@@ -36,7 +37,7 @@ def worker(tmp_path: Path) -> Worker:
     fake = tmp_path / "fake-python"
     fake.write_text(FAKE.format(python=sys.executable))
     fake.chmod(0o755)
-    return Worker("fork", fake, tmp_path / "fork.log", {})
+    return Worker("fork", fake, tmp_path / "fork.log", spec.RunConfig())
 
 
 def _case(name: str) -> CaseSpec:
@@ -60,18 +61,15 @@ def test_hang_segfault_then_a_fresh_worker(worker: Worker) -> None:
         worker.stop()
 
 
-@pytest.mark.parametrize(("threads", "calls_per_rep"), [("1", 1), ("", 1), ("2", 2)])
+@pytest.mark.parametrize(("threads", "calls_per_rep"), [(1, 1), (None, 1), (2, 2)])
 def test_timing_settles_each_runtime_when_threads_compete(
-    monkeypatch: pytest.MonkeyPatch, threads: str, calls_per_rep: int
+    threads: int | None, calls_per_rep: int
 ) -> None:
     """With more than one thread, each timed call follows an untimed one of the same runtime
     (the one before it may still hold the cores); with one, the calls simply alternate."""
-    from tvmfork.conformance import worker as w
-
-    monkeypatch.setenv(spec.THREADS_VAR, threads)
     order: list[str] = []
     fns = {"torch": lambda: order.append("torch"), "tvm": lambda: order.append("tvm")}
-    times = w.interleaved(fns, reps=3, budget_s=60.0)
+    times = timing.interleaved(fns, reps=3, budget_s=60.0, threads=threads)
     assert set(times) == {"torch_ms", "tvm_ms"}
     assert order[:2] == ["torch", "tvm"]  # one warm-up each
     per_rep = ["torch"] * calls_per_rep + ["tvm"] * calls_per_rep
@@ -81,7 +79,7 @@ def test_timing_settles_each_runtime_when_threads_compete(
 def test_an_export_error_names_torchs_reason() -> None:
     """torch.export's refusal ends with a hint; the report keeps its first line and first
     detail (the guard that failed), which tells a user why."""
-    from tvmfork.conformance import worker as w
+    from tvmfork.conformance.casework import case
 
     exc = RuntimeError(
         "Constraints violated (seq)! For more information, run with TORCH_LOGS=...\n"
@@ -89,7 +87,7 @@ def test_an_export_error_names_torchs_reason() -> None:
         "guard 7 <= seq\nSuggested fixes:\n  seq = Dim('seq', min=7, max=128)\n\n"
         "The error above occurred when calling torch.export.export."
     )
-    reason = w.export_reason(exc)
+    reason = case.export_reason(exc)
     assert reason.startswith("RuntimeError: Constraints violated (seq)!")
     assert "guard 7 <= seq" in reason and "The error above" not in reason
 
@@ -114,18 +112,41 @@ def test_a_result_round_trips_through_results_jsonl(tmp_path: Path) -> None:
     assert Result.from_json(r.to_json()) == r
 
 
-def test_the_worker_variables_are_not_settings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A user who exports what the runner gives its workers (threads, target) still gets a
-    working tvmfork: those variables are outside the settings' TVMFORK_ prefix."""
-    for var in (spec.THREADS_VAR, spec.TARGET_VAR, spec.EXTRA_PATH_VAR):
-        assert not var.startswith(settings.ENV_PREFIX)
-        monkeypatch.setenv(var, "1")
-    assert settings.load(tmp_path).cache_dir  # no "unknown setting"
-    from tvmfork.conformance import worker as w
+def test_the_run_configuration_travels_with_each_case(tmp_path: Path) -> None:
+    """Every setting of a run reaches the worker inside each case's line, none through the
+    environment: the fake worker echoes what it got, and its environment holds no
+    CONFORMANCE_ variable; TVM's own thread variable is the one set from the run."""
+    echo = tmp_path / "echo-python"
+    echo.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        "print(json.dumps({'ready': True, 'tvm': '9.9'}), flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    got = json.loads(line)\n"
+        "    env = sorted(k for k in os.environ if k.startswith('CONFORMANCE'))\n"
+        "    result = {'status': 'ok', 'stage': 'ok', 'error': '', 'got': json.dumps(got),\n"
+        "              'env': ','.join(env), 'tvm_threads': os.environ.get('TVM_NUM_THREADS')}\n"
+        "    print(json.dumps({'result': result}), flush=True)\n"
+    )
+    echo.chmod(0o755)
+    remote = spec.Remote("127.0.0.1:9190", "rk3588", "aarch64-linux-gnu-g++")
+    config = spec.RunConfig(target="host", threads=2, extra_path="/x", remote=remote)
+    worker = Worker("stock", echo, tmp_path / "stock.log", config)
+    try:
+        r = worker.run(_case("a"))
+    finally:
+        worker.stop()
+    assert worker.ready == {"ready": True, "tvm": "9.9"}
+    got = spec.Message.from_json(json.loads(r.notes["got"]))
+    assert got == spec.Message(config, _case("a").spec)
+    assert r.notes["env"] == "" and r.notes["tvm_threads"] == "2"
 
-    assert w.threads() == 1
+
+def test_a_run_configuration_round_trips_and_refuses_unknown_keys() -> None:
+    config = spec.RunConfig("portable", 1, "", spec.Remote("h:1", "k"), ("sm_80", "sm_90"))
+    assert spec.RunConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
+    with pytest.raises(ValueError, match="unknown run configuration key"):
+        spec.RunConfig.from_json({"target": "llvm", "thread": 2})
 
 
 def test_the_anchors_are_timed_on_the_fork_side_only() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tvmfork.conformance import suites
+from tvmfork.conformance.casework import catalog
 from tvmfork.errors import UsageError
 
 pytestmark = pytest.mark.unit
@@ -90,19 +91,38 @@ def test_a_suite_that_cannot_be_imported_is_a_usage_error(
 
 
 def test_one_rule_for_k_globs_and_unknown_suites() -> None:
-    """-k repeats and takes comma-separated globs (as scripts/multi_isa.py's -k); an unknown
-    suite is a usage error before anything is built."""
-    assert suites.globs(["resnet18,mobilenet_v2", " vit* ", ""]) == [
+    """-k repeats and takes comma-separated globs (the rule scripts/multi_isa.py imports from
+    the same module); an unknown suite is a usage error before anything is built."""
+    assert catalog.globs(["resnet18,mobilenet_v2", " vit* ", ""]) == [
         "resnet18",
         "mobilenet_v2",
         "vit*",
     ]
-    assert suites._pick(["resnet18", "vit_b_16", "alexnet"], suites.globs(["resnet18,vit*"])) == [
+    assert catalog.pick(["resnet18", "vit_b_16", "alexnet"], catalog.globs(["resnet18,vit*"])) == [
         "resnet18",
         "vit_b_16",
     ]
     with pytest.raises(UsageError, match="unknown suite 'torchvison'"):
         suites.check_names(["torchvision", "torchvison"])
+
+
+def test_the_registry_is_what_the_cli_and_the_scripts_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every suite of the registry is in `--help`, and each torch-module suite the scripts
+    name by its file is the registry's; the -k rule of scripts/multi_isa.py is catalog's."""
+    from tvmfork.args import parser
+
+    monkeypatch.setenv("COLUMNS", "2000")  # no line breaks inside a name
+    conformance = parser()._subparsers._group_actions[0].choices["conformance"]  # type: ignore[union-attr]
+    text = conformance.format_help()
+    for name in suites.SUITES:
+        assert f"{name}:" in text, name
+    assert set(catalog.TORCH_MODULES) <= set(suites.SUITES)
+    assert all(p.is_file() for p in catalog.TORCH_MODULES.values())
+    script = (Path(__file__).parents[2] / "scripts" / "multi_isa.py").read_text()
+    assert "from casework.catalog import globs, pick" in script
+    assert 'split(",")' not in script
 
 
 def test_the_bench_suite_times_every_anchor_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,36 +1,38 @@
 """`tvmfork conformance`: cases the series was not written for, on stock TVM and on the fork.
 
 Suites are data (`suites`), each case runs isolated in a worker process of its side
-(`runner`, `worker`), and the report (`report`) names every regression: a case that works on
-stock and not on the fork blocks a release.
+(`runner`, `worker` and its parts in `casework`), and the report (`report`) names every
+regression: a case that works on stock and not on the fork blocks a release.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tvmfork import ui
-from tvmfork.conformance import report, spec
+from tvmfork.conformance import report
+from tvmfork.conformance.casework.spec import RunConfig
 from tvmfork.conformance.runner import CaseSpec, Result, run_cases
 
 
+@dataclass
+class Ran:
+    """A run's results, and what each side's worker said it imported (`tvm`: the version,
+    `tvm_file`: the folder), from the last worker of that side to start."""
+
+    results: list[Result]
+    imported: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 def run(
-    cases: list[CaseSpec],
-    sides: dict[str, Path],
-    out: Path,
-    target: str,
-    jobs: int = 1,
-    threads: int | None = None,
-    path: Path | None = None,
-    remote: spec.Remote | None = None,
-    assemble: str = "",
-) -> list[Result]:
-    """Every case on every side (side name -> its interpreter), one progress line per case;
-    worker logs go to `out`. `threads`: TVM, PyTorch and ONNX Runtime all use that many
-    (default: each its own default). `path`: a folder of packages both sides' workers see
-    (`--with`), after their own. `remote`: each case runs on a device of an RPC tracker.
-    `assemble` (sm_80,sm_90): compile-only, each CUDA kernel assembled for those."""
+    cases: list[CaseSpec], sides: dict[str, Path], out: Path, config: RunConfig, jobs: int = 1
+) -> Ran:
+    """Every case on every side (side name -> its interpreter), each sent with `config`, one
+    progress line per case; worker logs go to `out`."""
     ui.note(f"{len(cases)} cases on {' and '.join(sides)}; worker logs in {out}")
+    imported: dict[str, dict[str, Any]] = {}
 
     def progress(i: int, case: CaseSpec, by_side: dict[str, Result]) -> None:
         row = report.Row(case.suite, case.name, by_side.get("stock"), by_side.get("fork"))
@@ -41,15 +43,8 @@ def run(
         flag = f"  {row.verdict}" if row.verdict else ""
         ui.note(f"[{i + 1}/{len(cases)}] {case.suite}/{case.name}: {' | '.join(parts)}{flag}")
 
-    env = {spec.TARGET_VAR: target, "PYTHONDONTWRITEBYTECODE": "1"}
-    if threads:
-        env.update({spec.THREADS_VAR: str(threads), "TVM_NUM_THREADS": str(threads)})
-    if path is not None:
-        env[spec.EXTRA_PATH_VAR] = str(path)
-    if remote is not None:
-        env[spec.RPC_VAR] = f"{remote.tracker}:{remote.key}"
-        if remote.cross_cc:
-            env[spec.CROSS_CC_VAR] = remote.cross_cc
-    if assemble:
-        env[spec.ASSEMBLE_VAR] = assemble
-    return run_cases(cases, sides, out, env, progress, jobs=jobs)
+    def ready(side: str, said: dict[str, Any]) -> None:
+        imported[side] = {k: v for k, v in said.items() if k != "ready"}
+
+    results = run_cases(cases, sides, out, config, progress, jobs=jobs, on_ready=ready)
+    return Ran(results, imported)

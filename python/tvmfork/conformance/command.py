@@ -1,17 +1,20 @@
-"""`tvmfork conformance` from its options: check them, make both sides' venvs, collect the
-cases, run them, write the report. `cli.cmd_conformance` prints what this returns."""
+"""`tvmfork conformance` from its typed options (`options.Options`): make both sides' venvs
+(the fork's from `--wheel` where given), collect the cases (one shard of them with
+`--shard`), run them with one run configuration, write the report naming each side's TVM and
+wheel; or join shards' reports (`merge`). `cli.cmd_conformance` prints what this returns."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from tvmfork import conformance, hostcpu, sides, stock, ui, venvs
-from tvmfork.conformance import devices, remote, report, suites
-from tvmfork.conformance.runner import Result
+from tvmfork.conformance import devices, merge, remote, report, suites
+from tvmfork.conformance.casework.spec import RunConfig
+from tvmfork.conformance.options import Options
+from tvmfork.conformance.runner import CaseSpec, Result
 from tvmfork.errors import UsageError
 from tvmfork.lock import Lock
 from tvmfork.series import Series
@@ -25,30 +28,8 @@ class Outcome:
     regressions: list[report.Row]
 
 
-def check_options(a: argparse.Namespace) -> list[str]:
-    """The suites to run; a usage error for a bad option, before anything is built."""
-    if a.threads is not None and a.threads < 1:
-        raise UsageError(f"--threads {a.threads}: give a count of 1 or more")
-    if a.side_jobs < 1:
-        raise UsageError(f"--jobs {a.side_jobs}: give a count of 1 or more")
-    if a.report and (Path(a.report).suffix in (".md", ".jsonl") or Path(a.report).is_file()):
-        folder = Path(a.report).parent
-        raise UsageError(
-            f"--report {a.report}: give a folder (report.md and results.jsonl go in it), "
-            f"e.g. --report {folder}"
-        )
-    if a.emulated is not None:
-        if a.emulated < 1:
-            raise UsageError(f"--emulated {a.emulated}: give a count of 1 or more")
-        if a.target != "aarch64" or a.rpc_tracker:
-            raise UsageError("--emulated N runs --target aarch64, on a tracker of its own")
-    names: list[str] = a.suites or ([] if a.onnx or a.torch_module or a.hf else ["ci"])
-    suites.check_names(names)
-    return names
-
-
 def emulated_devices(
-    a: argparse.Namespace,
+    o: Options,
     settings: Settings,
     lock: Lock,
     series: Series,
@@ -56,8 +37,9 @@ def emulated_devices(
     stock_python: Path,
     logs: Path,
 ) -> devices.Devices:
-    """`a.emulated` aarch64 devices (not started yet): the Debian arm64 root, the fork's
+    """`o.emulated` aarch64 devices (not started yet): the Debian arm64 root, the fork's
     aarch64 overlay wheel installed in it and imported there, and the tracker's packages."""
+    assert o.emulated is not None
     devices.check_emulation()
     debian = devices.debian_root(settings.cache_dir)
     wanted = stock.select(lock, "linux_aarch64")[0]
@@ -67,44 +49,52 @@ def emulated_devices(
     deps = venvs.deps_venv(settings, root)[0]
     tools = devices.rpc_tools(settings.cache_dir / "venvs", deps, settings.python)
     server = devices.root_python(debian, site)
-    return devices.Devices(stock_python, tools, server, a.emulated, devices.EMULATED_KEY, logs)
+    return devices.Devices(stock_python, tools, server, o.emulated, devices.EMULATED_KEY, logs)
 
 
-def run(
-    a: argparse.Namespace, settings: Settings, lock: Lock, series: Series, root: Path
-) -> Outcome:
-    names = check_options(a)
-    pair = sides.test_sides(settings, lock, series, root, stock_ffi=a.stock_ffi)
-    out = Path(a.report).resolve() if a.report else settings.out_dir / "conformance"
-    if not a.emulated:
-        return _run(a, settings, root, names, pair, out)
-    with ui.step(f"prepare {a.emulated} emulated aarch64 device(s)"):
-        emulated = emulated_devices(a, settings, lock, series, root, pair.stock, out / "devices")
+def run(o: Options, settings: Settings, lock: Lock, series: Series, root: Path) -> Outcome:
+    out = o.report or settings.out_dir / "conformance"
+    if o.merge:
+        header, results = merge.merge(o.merge)
+        return _write(results, header, out, time.monotonic())
+    pair = sides.test_sides(settings, lock, series, root, stock_ffi=o.stock_ffi, fork_wheel=o.wheel)
+    if not o.emulated:
+        return _run(o, settings, root, pair, out)
+    with ui.step(f"prepare {o.emulated} emulated aarch64 device(s)"):
+        emulated = emulated_devices(o, settings, lock, series, root, pair.stock, out / "devices")
     ui.note(f"starting them (an emulated server imports TVM in seconds); logs in {emulated.logs}")
     with emulated:  # stopped when the run ends, however it ends
         ui.note(f"RPC tracker {emulated.tracker}, key {emulated.key}")
-        device = {"rpc_tracker": emulated.tracker, "rpc_key": emulated.key}
-        jobs = max(a.side_jobs, a.emulated)
-        a = argparse.Namespace(**{**vars(a), **device, "side_jobs": jobs})
-        return _run(a, settings, root, names, pair, out)
+        o = dataclasses.replace(
+            o, rpc_tracker=emulated.tracker, rpc_key=emulated.key, jobs=max(o.jobs, o.emulated)
+        )
+        return _run(o, settings, root, pair, out)
 
 
-def _run(
-    a: argparse.Namespace,
-    settings: Settings,
-    root: Path,
-    names: list[str],
-    pair: sides.Sides,
-    out: Path,
-) -> Outcome:
-    target, device = remote.resolve(a.target, a.rpc_tracker, a.rpc_key, a.cross_cc)
-    archs = ""
-    if a.target == "cuda":  # compile-only
-        if device is not None:
-            raise UsageError("--target cuda is compile-only here: no --rpc-tracker")
-        target, archs = remote.cuda_target(a.cuda_archs), a.cuda_archs
-    extra_reqs = venvs.with_packages(a.with_pkgs)
-    hf_dirs = [suites.hf_dir(Path(d)) for d in a.hf]
+def _context(o: Options, config: RunConfig, timed: bool) -> str:
+    context = f"target {o.target}, threads {o.threads or 'default'}"
+    if timed:
+        context += f", {hostcpu.describe()}"
+    if config.remote is not None:
+        context += (
+            f", on devices of RPC tracker {config.remote.tracker} (key {config.remote.key}); "
+            "correctness only, no timings"
+        )
+    if o.with_pkgs:
+        context += f", with {' '.join(venvs.with_packages(o.with_pkgs))}"
+    if config.assemble:
+        archs = ",".join(config.assemble)
+        context += f", compile-only: each CUDA kernel assembled by nvcc for {archs}, not run"
+    if o.jobs > 1 and config.remote is None:
+        context += f", {o.jobs} workers at once: timings compete"
+    if o.shard is not None:
+        context += f", shard {o.shard}"
+    return context
+
+
+def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Path) -> Outcome:
+    config = remote.resolve(o.target, o.rpc_tracker, o.rpc_key, o.cross_cc, o.cuda_archs)
+    extra_reqs = venvs.with_packages(o.with_pkgs)
     extra_path = None
     if extra_reqs:
         with ui.step(f"packages for both sides: {' '.join(extra_reqs)}"):
@@ -112,59 +102,70 @@ def _run(
             extra_path = venvs.extras(
                 settings.cache_dir / "venvs", deps, extra_reqs, python=settings.python
             )
-    if device is not None:
-        ui.note(remote.preflight(device, pair.stock))
-    timed = not (a.no_bench or device or archs)  # a remote device's times are not measured
-    limits = suites.Limits(
-        reps=a.reps if timed else 0, ort=a.ort and timed, inductor=a.inductor and timed
+    config = dataclasses.replace(
+        config, threads=o.threads, extra_path=str(extra_path) if extra_path else ""
     )
-    if a.timeout:
-        limits = dataclasses.replace(limits, node_timeout=a.timeout, model_timeout=a.timeout)
-    with ui.step(f"collect cases ({', '.join(names + a.onnx + a.torch_module)})"):
+    if config.remote is not None:
+        ui.note(remote.preflight(config.remote, pair.stock))
+    timed = o.timed(remote=config.remote is not None, compile_only=bool(config.assemble))
+    limits = suites.Limits(
+        reps=o.reps if timed else 0, ort=o.ort and timed, inductor=o.inductor and timed
+    )
+    if o.timeout:
+        limits = dataclasses.replace(limits, node_timeout=o.timeout, model_timeout=o.timeout)
+    what = ", ".join(o.suites + [str(p) for p in (*o.onnx, *o.torch_modules, *o.hf)])
+    with ui.step(f"collect cases ({what})"):
         cases = suites.collect(
-            names,
+            o.suites,
             python=pair.stock,
             cache=settings.cache_dir / "conformance",
             limits=limits,
-            patterns=suites.globs(a.k),
-            onnx_paths=[Path(p) for p in a.onnx],
-            torch_modules=[Path(m) for m in a.torch_module],
-            hf_dirs=hf_dirs,
+            patterns=o.patterns,
+            onnx_paths=o.onnx,
+            torch_modules=o.torch_modules,
+            hf_dirs=o.hf,
             extra=extra_path,
         )
     if not cases:
         raise UsageError("no case matches: check the suite names and -k patterns")
-    pythons = {"stock": pair.stock, "fork": pair.fork}
-    if a.side != "both":
-        pythons = {a.side: pythons[a.side]}
+    total = len(cases)
+    chosen: list[CaseSpec] = cases
+    if o.shard is not None:
+        chosen = [cases[i] for i in o.shard.take(list(cases))]
+        ui.note(f"shard {o.shard}: {len(chosen)} of the run's {total} cases")
+    pythons = {side: {"stock": pair.stock, "fork": pair.fork}[side] for side in o.sides}
     start = time.monotonic()
-    results: list[Result] = conformance.run(
-        cases,
-        pythons,
-        out,
-        target,
-        jobs=a.side_jobs,
-        threads=a.threads,
-        path=extra_path,
-        remote=device,
-        assemble=archs,
+    ran = conformance.run(chosen, pythons, out, config, jobs=o.jobs) if chosen else None
+    results = ran.results if ran is not None else []
+    wheels = pair.wheels()
+    named: dict[str, dict[str, str]] = {}
+    for side in o.sides:
+        said = ran.imported.get(side, {}) if ran is not None else {}
+        named[side] = {
+            "tvm": str(said.get("tvm", "")),
+            "tvm_file": str(said.get("tvm_file", "")),
+            "wheel": wheels[side].name,
+            "sha256": stock.sha256_of(wheels[side]),
+        }
+    for r in results:  # each record names the TVM and the wheel it came from
+        r.notes.update(tvm=named[r.side]["tvm"], wheel=named[r.side]["wheel"])
+    header = report.Header(
+        sides=named,
+        context=_context(o, config, timed),
+        config=config.to_json(),
+        shard=str(o.shard) if o.shard is not None else "",
+        cases=total,
     )
-    context = f"target {a.target}, threads {a.threads or 'default'}"
-    if timed:
-        context += f", {hostcpu.describe()}"
-    if device is not None:
-        context += (
-            f", on devices of RPC tracker {device.tracker} (key {device.key}); correctness "
-            "only, no timings"
-        )
-    if extra_reqs:
-        context += f", with {' '.join(extra_reqs)}"
-    if archs:
-        context += f", compile-only: each CUDA kernel assembled by nvcc for {archs}, not run"
-    if a.side_jobs > 1 and device is None:
-        context += f", {a.side_jobs} workers at once: timings compete"
-    jsonl, md = report.write(results, out, context)
-    lines = [*report.summary(results), *report.speed_table(results, context)]
+    return _write(results, header, out, start)
+
+
+def _write(results: list[Result], header: report.Header, out: Path, start: float) -> Outcome:
+    jsonl, md = report.write(results, out, header=header)
+    lines = [
+        *header.lines(),
+        *report.summary(results),
+        *report.speed_table(results, header.context),
+    ]
     lines.append(f"report: {md}\nresults: {jsonl}\n({time.monotonic() - start:.0f} s)")
     bad = report.regressions(results)
     for r in bad:

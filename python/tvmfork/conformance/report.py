@@ -2,6 +2,10 @@
 
 A regression is a case that is ok on stock and not ok on the fork; a fix, the reverse. Both
 are reported by name, and any regression makes `tvmfork conformance` exit non-zero.
+
+A report folder holds `results.jsonl` (a record per case and side, each naming the TVM
+version its side's worker imported and that side's wheel), `run.json` (the `Header`: what
+the run was, each side's TVM and wheel, the shard) and `report.md` (both, as tables).
 """
 
 from __future__ import annotations
@@ -9,12 +13,46 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tvmfork.conformance.runner import Result
 
 STATUSES = ("ok", "wrong", "error", "crash", "timeout", "not run")
+HEADER = "run.json"
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a report is of. `sides`: per side, the TVM version its worker imported (`tvm`),
+    where from (`tvm_file`), and its wheel (`wheel`: the file name, `sha256`). `context`: the
+    run in words (target, threads, CPU). `config`: the run configuration the workers got.
+    `shard`: "K/N" for a shard of a run, empty for a whole run; `cases`: the whole run's case
+    count (all shards)."""
+
+    sides: dict[str, dict[str, str]] = field(default_factory=dict)
+    context: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    shard: str = ""
+    cases: int = 0
+
+    def lines(self) -> list[str]:
+        """Each side's TVM and wheel, as the report and the terminal give them."""
+        out = []
+        for side, d in self.sides.items():
+            sha = f", sha256 {d['sha256'][:16]}" if d.get("sha256") else ""
+            out.append(f"{side}: TVM {d.get('tvm', '?')} from {d.get('wheel', '?')}{sha}")
+        if self.shard:
+            out.append(f"shard {self.shard} of a run of {self.cases} cases")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Header:
+        return cls(**{k: d[k] for k in ("sides", "context", "config", "shard", "cases") if k in d})
 
 
 @dataclass(frozen=True)
@@ -80,7 +118,9 @@ def _num(r: Result | None, key: str, fmt: str) -> str:
     return format(r.times[key], fmt)
 
 
-def markdown(results: list[Result], slowest: int = 10, context: str = "") -> str:
+def markdown(
+    results: list[Result], slowest: int = 10, context: str = "", header: Header | None = None
+) -> str:
     """The table: every case with both sides, the verdict, times; then the slowest cases."""
     out = [
         "| suite | case | stock | fork | verdict | compile s (stock / fork) | "
@@ -98,7 +138,8 @@ def markdown(results: list[Result], slowest: int = 10, context: str = "") -> str
             f"{_num(ref, 'ort_ms', '.1f')} | {_cell(err)} |"
         )
     run = [f"- run: {context}"] if context else []
-    out += ["", "Summary:", "", *run, *[f"- {line}" for line in summary(results)]]
+    sides = [f"- {line}" for line in header.lines()] if header is not None else []
+    out += ["", "Summary:", "", *run, *sides, *[f"- {line}" for line in summary(results)]]
     table = speed_table(results, context)
     if table:
         out += ["", *table]
@@ -244,14 +285,26 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:160]
 
 
-def write(results: list[Result], out_dir: Path, context: str = "") -> tuple[Path, Path]:
+def write(
+    results: list[Result], out_dir: Path, context: str = "", header: Header | None = None
+) -> tuple[Path, Path]:
+    """results.jsonl, report.md and (with a header) run.json in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     jsonl = out_dir / "results.jsonl"
     jsonl.write_text("".join(json.dumps(r.to_json()) + "\n" for r in results))
+    if header is not None:
+        (out_dir / HEADER).write_text(json.dumps(header.to_json(), indent=1) + "\n")
     md = out_dir / "report.md"
-    md.write_text(markdown(results, context=context))
+    md.write_text(
+        markdown(results, context=context or (header.context if header else ""), header=header)
+    )
     return jsonl, md
 
 
 def load(jsonl: Path) -> list[Result]:
     return [Result.from_json(json.loads(line)) for line in jsonl.read_text().splitlines()]
+
+
+def load_header(folder: Path) -> Header | None:
+    path = folder / HEADER
+    return Header.from_json(json.loads(path.read_text())) if path.is_file() else None

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from tvmfork.conformance.spec import Spec
+from tvmfork.conformance.casework.spec import Message, RunConfig, Spec
 from tvmfork.errors import ProcessError
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -100,16 +100,19 @@ class Result:
 
 
 class Worker:
-    """A worker process for one side: `run` sends it a case and waits for the result."""
+    """A worker process for one side: `run` sends it a case with the run's configuration and
+    waits for the result. `ready` is what the worker said once it had imported TVM (its
+    version, `tvm`, and the folder it was imported from, `tvm_file`)."""
 
-    def __init__(self, side: str, python: Path, log: Path, env: dict[str, str]) -> None:
+    def __init__(self, side: str, python: Path, log: Path, config: RunConfig) -> None:
         self.side = side
         self.python = python
         self.log_path = log
-        self.env = env
+        self.config = config
         self.proc: subprocess.Popen[bytes] | None = None
         self.buf = b""
         self.log: IO[bytes] | None = None
+        self.ready: dict[str, Any] = {}
 
     def _start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,12 +122,13 @@ class Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
-            env={**os.environ, **self.env},
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **self.config.worker_env()},
             start_new_session=True,  # its own process group: a timeout kills its children too
         )
         self.buf = b""
         line = self._read_line(time.monotonic() + START_TIMEOUT)
-        if line is None or not json.loads(line).get("ready"):
+        self.ready = json.loads(line) if line is not None else {}
+        if not self.ready.get("ready"):
             code = self.stop()
             raise ProcessError(
                 f"the {self.side} conformance worker did not start ({self.python}, exit "
@@ -190,7 +194,8 @@ class Worker:
         assert self.proc is not None and self.proc.stdin is not None
         since = self.log_path.stat().st_size
         try:
-            self.proc.stdin.write((json.dumps(case.spec.to_json()) + "\n").encode())
+            message = Message(self.config, case.spec).to_json()
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died: read_line sees EOF
@@ -234,17 +239,22 @@ def run_cases(
     cases: list[CaseSpec],
     sides: dict[str, Path],
     log_dir: Path,
-    env: dict[str, str],
+    config: RunConfig,
     on_case: Callable[[int, CaseSpec, dict[str, Result]], None],
     jobs: int = 1,
+    on_ready: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> list[Result]:
-    """Every case on every side; `on_case(index, case, results by side)` after each case, in
-    order. `jobs` workers run at once, shared out over the sides (2 with two sides: one
+    """Every case on every side, each sent with `config`; `on_case(index, case, results by
+    side)` after each case, in order; `on_ready(side, what its worker said)` each time a
+    worker starts. `jobs` workers run at once, shared out over the sides (2 with two sides: one
     each; 4: two each, taking the side's cases in turn, e.g. one per device of an RPC
     tracker); with more than one, timings compete for the cores."""
     per_side = max(1, jobs // len(sides))
     workers = {
-        s: [Worker(s, py, log_dir / f"{s}{f'-{k}' if k else ''}.log", env) for k in range(per_side)]
+        s: [
+            Worker(s, py, log_dir / f"{s}{f'-{k}' if k else ''}.log", config)
+            for k in range(per_side)
+        ]
         for s, py in sides.items()
     }
     done: list[dict[str, Result]] = [{} for _ in cases]
@@ -259,6 +269,8 @@ def run_cases(
             r = Result(case.suite, case.name, side, "not run", "", case.skip)
         else:
             r = worker.run(case.on_side(side, list(sides)))
+            if on_ready is not None and worker.ready:
+                on_ready(side, worker.ready)
         with lock:
             done[i][side] = r
             while reported < len(cases) and len(done[reported]) == len(sides):

@@ -26,30 +26,21 @@
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tvmfork import proc, ui
+from tvmfork.conformance.casework.catalog import TORCH_MODULES, pick
+from tvmfork.conformance.casework.spec import Spec
 from tvmfork.conformance.runner import WORKER, CaseSpec
-from tvmfork.conformance.spec import EXTRA_PATH_VAR, Spec
 from tvmfork.errors import ProcessError, UsageError
 
-TORCHVISION = Path(__file__).with_name("torchvision_models.py")
-TRANSFORMERS = Path(__file__).with_name("transformers_models.py")
-TRANSFORMERS_BENCH = Path(__file__).with_name("transformers_bench.py")
-SUITES = (
-    "torchvision",
-    "transformers",
-    "transformers-bench",
-    "transformers-onnx",
-    "onnx-node",
-    "ci",
-    "device",
-)
-
+TORCHVISION = TORCH_MODULES["torchvision"]
+TRANSFORMERS = TORCH_MODULES["transformers"]
+TRANSFORMERS_BENCH = TORCH_MODULES["transformers-bench"]
 # The node cases `ci` runs: ops the series' patches import, fold, lower or schedule (conv and
 # conv transpose, contractions, pooling, normalization, the elementwise ops the CPU rule keeps
 # scalar, casts it must not vectorize, the shape ops the ONNX folding patch evaluates).
@@ -171,12 +162,6 @@ class Limits:
         }
 
 
-def globs(values: list[str]) -> list[str]:
-    """The globs of `-k` values: each value a glob or a comma-separated list of them (the rule
-    `tvmfork conformance -k` and scripts/multi_isa.py share)."""
-    return [g.strip() for v in values for g in v.split(",") if g.strip()]
-
-
 def check_names(names: list[str]) -> None:
     """Every name is a suite: a usage error before anything is built."""
     for name in names:
@@ -184,14 +169,13 @@ def check_names(names: list[str]) -> None:
             raise UsageError(f"unknown suite {name!r}; the suites: {', '.join(SUITES)}")
 
 
-def _pick(names: list[str], *groups: list[str]) -> list[str]:
-    """The names that match a pattern of every (non-empty) group."""
-    return [n for n in names if all(any(fnmatch.fnmatchcase(n, p) for p in g) for g in groups if g)]
+def describe() -> str:
+    """The registry as `--help` gives it."""
+    return "; ".join(f"{name}: {suite.help}" for name, suite in SUITES.items())
 
 
-def _worker_json(python: Path, *args: str | Path, extra: Path | None = None) -> dict[str, Any]:
-    env = {EXTRA_PATH_VAR: str(extra)} if extra is not None else None
-    out = proc.run([python, WORKER, *args], env=env).stdout
+def _worker_json(python: Path, *args: str | Path) -> dict[str, Any]:
+    out = proc.run([python, WORKER, *args]).stdout
     for line in reversed(out.splitlines()):
         if line.startswith("{"):
             result: dict[str, Any] = json.loads(line)
@@ -214,7 +198,8 @@ def torch_module(
     torch.export's only)."""
     if not module.is_file():
         raise UsageError(f"--torch-module {module}: no such file")
-    listed = _worker_json(python, "list", module, extra=extra)
+    path = ("--path", extra) if extra is not None else ()
+    listed = _worker_json(python, "list", module, *path)
     if "error" in listed:
         raise UsageError(
             f"--torch-module {module}: importing it failed: {listed['error']} (a package it "
@@ -237,7 +222,7 @@ def torch_module(
             ),
             limits.model_timeout,
         )
-        for name in _pick(names, *patterns)
+        for name in pick(names, *patterns)
     ]
 
 
@@ -251,7 +236,7 @@ def onnx_node(cache: Path, python: Path, limits: Limits, *patterns: list[str]) -
         with ui.step(f"generate ONNX {v} node conformance cases into {gen}"):
             proc.run([python, WORKER, "gen-onnx-node", gen])
     entries = json.loads(index.read_text())
-    chosen = set(_pick([e["name"] for e in entries], *patterns))
+    chosen = set(pick([e["name"] for e in entries], *patterns))
     return [
         CaseSpec(
             "onnx-node",
@@ -283,7 +268,7 @@ def onnx_dir(path: Path, limits: Limits, patterns: list[str]) -> list[CaseSpec]:
     if not models:
         raise UsageError(f"--onnx {path}: no NAME.onnx or NAME/model.onnx in it")
     cases = []
-    for name in _pick(sorted(models), patterns):
+    for name in pick(sorted(models), patterns):
         model = models[name]
         data = model.parent / "test_data_set_0" if model.name == "model.onnx" else None
         has_data = data is not None and data.is_dir()
@@ -327,6 +312,98 @@ def hf_model(path: Path, limits: Limits) -> CaseSpec:
     return CaseSpec("hf", path.name, spec, limits.model_timeout)
 
 
+@dataclass(frozen=True)
+class Where:
+    """What collecting a suite's cases needs: the interpreter that lists them (the stock
+    side's), the cache the ONNX node cases are generated into, the limits, and the `-k`
+    globs."""
+
+    python: Path
+    cache: Path
+    limits: Limits
+    patterns: list[str]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named suite: `help` for `--help` and the README, `cases` its collection."""
+
+    help: str
+    cases: Callable[[Where], list[CaseSpec]]
+
+
+def _torchvision(w: Where) -> list[CaseSpec]:
+    return torch_module("torchvision", TORCHVISION, w.python, w.limits, w.patterns)
+
+
+def _transformers(w: Where) -> list[CaseSpec]:
+    return torch_module("transformers", TRANSFORMERS, w.python, w.limits, w.patterns)
+
+
+def _transformers_bench(w: Where) -> list[CaseSpec]:
+    return torch_module("transformers-bench", TRANSFORMERS_BENCH, w.python, w.limits, w.patterns)
+
+
+def _transformers_onnx(w: Where) -> list[CaseSpec]:
+    suite = "transformers-onnx"
+    return torch_module(suite, TRANSFORMERS, w.python, w.limits, w.patterns, route="onnx")
+
+
+def _onnx_node(w: Where) -> list[CaseSpec]:
+    return onnx_node(w.cache, w.python, w.limits, w.patterns)
+
+
+def _device(w: Where) -> list[CaseSpec]:
+    py, lim, pats = w.python, w.limits, w.patterns
+    return [
+        *onnx_node(w.cache, py, lim, CI_NODE, pats),
+        *torch_module("torchvision", TORCHVISION, py, lim, DEVICE_MODELS, pats),
+        *torch_module("transformers", TRANSFORMERS, py, lim, DEVICE_TRANSFORMERS, pats),
+    ]
+
+
+def _ci(w: Where) -> list[CaseSpec]:
+    py, ci, pats = w.python, dataclasses.replace(w.limits, reps=0), w.patterns
+    return [
+        *onnx_node(w.cache, py, ci, CI_NODE, pats),
+        *torch_module("torchvision", TORCHVISION, py, ci, CI_MODELS, pats),
+        *torch_module("transformers", TRANSFORMERS, py, ci, CI_TRANSFORMERS, pats),
+        *torch_module(
+            "transformers-onnx", TRANSFORMERS, py, ci, CI_TRANSFORMERS_ONNX, pats, route="onnx"
+        ),
+    ]
+
+
+# The registry: the CLI's choices and `--help`, `collect` and the scripts read it.
+SUITES: dict[str, Suite] = {
+    "torchvision": Suite("torchvision's classification and video models", _torchvision),
+    "transformers": Suite(
+        "HuggingFace architectures from small configs (random weights) through torch.export, "
+        "at fixed and dynamic lengths and generating",
+        _transformers,
+    ),
+    "transformers-bench": Suite(
+        "HuggingFace models at their published base sizes, for timing (make bench-models)",
+        _transformers_bench,
+    ),
+    "transformers-onnx": Suite(
+        "the transformers models exported to ONNX as users export them, through from_onnx",
+        _transformers_onnx,
+    ),
+    "onnx-node": Suite("ONNX's node conformance cases, from the onnx wheel", _onnx_node),
+    "ci": Suite(
+        f"make test's subset: {len(CI_NODE)} groups of node cases of the ops the series "
+        f"changes, {len(CI_MODELS)} torchvision models and the transformers cases it fixed",
+        _ci,
+    ),
+    "device": Suite(
+        f"for a device through RPC: ci's node cases, "
+        f"{len(DEVICE_MODELS) + len(DEVICE_TRANSFORMERS)} models",
+        _device,
+    ),
+}
+
+
 def collect(
     names: list[str],
     *,
@@ -342,45 +419,11 @@ def collect(
     """The cases of the named suites and the user's own, filtered by `patterns` (globs: see
     `globs`)."""
     check_names(names)
-    cases: list[CaseSpec] = []
-    for name in names:
-        if name == "torchvision":
-            cases += torch_module("torchvision", TORCHVISION, python, limits, patterns)
-        elif name == "transformers":
-            cases += torch_module("transformers", TRANSFORMERS, python, limits, patterns)
-        elif name == "transformers-bench":
-            cases += torch_module(name, TRANSFORMERS_BENCH, python, limits, patterns)
-        elif name == "transformers-onnx":
-            cases += torch_module(name, TRANSFORMERS, python, limits, patterns, route="onnx")
-        elif name == "onnx-node":
-            cases += onnx_node(cache, python, limits, patterns)
-        elif name == "device":
-            cases += onnx_node(cache, python, limits, CI_NODE, patterns)
-            cases += torch_module(
-                "torchvision", TORCHVISION, python, limits, DEVICE_MODELS, patterns
-            )
-            cases += torch_module(
-                "transformers", TRANSFORMERS, python, limits, DEVICE_TRANSFORMERS, patterns
-            )
-        elif name == "ci":
-            ci = dataclasses.replace(limits, reps=0)
-            cases += onnx_node(cache, python, ci, CI_NODE, patterns)
-            cases += torch_module("torchvision", TORCHVISION, python, ci, CI_MODELS, patterns)
-            cases += torch_module(
-                "transformers", TRANSFORMERS, python, ci, CI_TRANSFORMERS, patterns
-            )
-            cases += torch_module(
-                "transformers-onnx",
-                TRANSFORMERS,
-                python,
-                ci,
-                CI_TRANSFORMERS_ONNX,
-                patterns,
-                route="onnx",
-            )
+    where = Where(python, cache, limits, patterns)
+    cases = [c for name in names for c in SUITES[name].cases(where)]
     for p in onnx_paths:
         cases += onnx_dir(p, limits, patterns)
     for m in torch_modules:
         cases += torch_module(f"torch:{m.stem}", m.resolve(), python, limits, patterns, extra=extra)
-    cases += [hf_model(d, limits) for d in hf_dirs or [] if _pick([d.name], patterns)]
+    cases += [hf_model(d, limits) for d in hf_dirs or [] if pick([d.name], patterns)]
     return cases

@@ -1,0 +1,266 @@
+"""The torch route: a model from a suite module (`CASES[name]()`) or a HuggingFace folder,
+through torch.export and from_exported_program (PyTorch eager the reference), at fixed or
+dynamic sizes, or generating tokens through transformers' static-cache export; or exported
+to ONNX as a user would (`onnx_route.run_torch_onnx`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from typing import Any
+
+from .backends import Compiled, compile_case
+from .case import Case, CaseFailed, last_line
+from .compare import compare, leaves
+from .onnx_route import ort_session, run_torch_onnx
+from .timing import interleaved
+
+
+def load_module(path: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"tvmfork_suite_{abs(hash(path))}", path)
+    if spec is None or spec.loader is None:
+        raise CaseFailed(f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_MODULES: dict[str, Any] = {}
+
+
+def suite_module(path: str) -> Any:
+    if path not in _MODULES:
+        _MODULES[path] = load_module(path)
+    return _MODULES[path]
+
+
+def run_torch(case: Case) -> None:
+    """A torch-module case: CASES[name]() gives (model, inputs), or (model, inputs, dynamic)
+    where `dynamic` exports some input dimensions as symbols and runs the one compiled
+    module at several sizes (`run_dynamic`)."""
+    import torch
+    import torchvision_shim  # beside this file
+    from tvm.relax.frontend.torch import from_exported_program
+
+    torchvision_shim.load()  # before a suite imports transformers, which imports torchvision
+    spec = case.spec
+    torch.manual_seed(0)
+    suite = suite_module(spec.module)
+    made = suite.from_pretrained(spec.hf) if spec.hf else suite.CASES[spec.name]()
+    model, inputs, dynamic = (*made, None) if len(made) == 2 else made
+    model = model.eval()
+    inputs = tuple(inputs)
+    if dynamic and "generate" in dynamic:
+        run_generate(case, model, inputs[0], dynamic)
+        return
+    if spec.route == "onnx":
+        run_torch_onnx(case, model, inputs)
+        return
+    with torch.no_grad():
+        want = leaves(model(*inputs))
+    case.enter("export")
+    with torch.no_grad():
+        shapes = dynamic_shapes(model, inputs, dynamic) if dynamic else None
+        exported = torch.export.export(model, inputs, dynamic_shapes=shapes)
+    case.enter("import")
+    mod = from_exported_program(exported, keep_params_as_input=False)
+    vm = compile_case(mod, case)
+    if dynamic:
+        run_dynamic(case, vm, model, inputs, dynamic)
+        return
+    case.enter("run")
+
+    args = [vm.tensor(x.detach().numpy()) for x in inputs]
+    t = time.perf_counter()
+    got = leaves(vm(*args))
+    case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
+    case.enter("numerics")
+    problem, case.info["rel_err"] = compare(got, want, 0, 0, spec.rel_max)
+    if problem:
+        raise CaseFailed(problem)
+    if spec.reps:
+
+        def eager() -> None:
+            with torch.no_grad():
+                model(*inputs)
+
+        fns = {"torch": eager, "tvm": lambda: vm(*args)}
+        if spec.ort:
+            ort_fn = ort_of_torch(case, model, inputs, want)
+            if ort_fn is not None:
+                fns["ort"] = ort_fn
+        if spec.inductor:
+            inductor_fn = inductor_of_torch(case, model, inputs, want)
+            if inductor_fn is not None:
+                fns["inductor"] = inductor_fn
+        case.times.update(interleaved(fns, spec.reps, spec.budget_s, case.run.threads))
+
+
+def dynamic_shapes(model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]) -> Any:
+    """torch.export's dynamic_shapes for `dynamic` = {"dims": {input index: {dim: symbol}},
+    "max": largest size}: one Dim per symbol, from 1 to max."""
+    import inspect
+
+    import torch
+
+    dims = {
+        name: torch.export.Dim(name, min=1, max=dynamic["max"])
+        for per_input in dynamic["dims"].values()
+        for name in per_input.values()
+    }
+    shapes = tuple(
+        {d: dims[n] for d, n in dynamic["dims"].get(i, {}).items()} or None
+        for i in range(len(inputs))
+    )
+    params = inspect.signature(model.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return (shapes,)  # forward(*args): the shapes of the one tuple argument
+    return shapes
+
+
+def resized(x: Any, dim: int, size: int) -> Any:
+    """`x` tiled along `dim` and cut to `size` (token ids stay valid ids)."""
+    reps = [1] * x.dim()
+    reps[dim] = -(-size // x.shape[dim])
+    return x.repeat(*reps).narrow(dim, 0, size)
+
+
+def run_dynamic(
+    case: Case, vm: Compiled, model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]
+) -> None:
+    """The module compiled once, run at each of dynamic["sizes"]: each matches PyTorch; with
+    reps, the median ms of TVM and PyTorch at each size (`tvm_ms@N`, `torch_ms@N`)."""
+    import torch
+
+    worst = 0.0
+    for size in dynamic["sizes"]:
+        case.enter("run")
+        args = tuple(inputs)
+        for i, per_input in dynamic["dims"].items():
+            for d in per_input:
+                args = (*args[:i], resized(args[i], d, size), *args[i + 1 :])
+        with torch.no_grad():
+            want = leaves(model(*args))
+        tvm_args = [vm.tensor(x.detach().numpy()) for x in args]
+        got = leaves(vm(*tvm_args))
+        case.enter("numerics")
+        problem, rel = compare(got, want, 0, 0, case.spec.rel_max)
+        worst = max(worst, rel)
+        if problem:
+            raise CaseFailed(f"size {size}: {problem}")
+        if case.spec.reps:
+
+            def eager(args: tuple[Any, ...] = args) -> None:
+                with torch.no_grad():
+                    model(*args)
+
+            fns = {"torch": eager, "tvm": lambda a=tvm_args: vm(*a)}
+            times = interleaved(fns, case.spec.reps, case.spec.budget_s, case.run.threads)
+            case.times.update({f"{k}@{size}": v for k, v in times.items()})
+    case.info["rel_err"] = worst
+
+
+def run_generate(case: Case, model: Any, prompt: Any, generate: dict[str, Any]) -> None:
+    """Greedy generation through transformers' static-cache export: the prompt in one call,
+    then one call per token, each call's new buffer values (the KV cache, as the importer
+    returns them after the logits) fed to the next; the tokens must be `model.generate`'s.
+
+    Nothing of the fork's runner is used, so stock and fork run the same loop; a module
+    that returns no buffers runs without state (and generates wrong tokens)."""
+    import numpy as np
+    import torch
+    import tvm
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+    from tvm.relax.frontend.torch import from_exported_program
+
+    lm, cache, count = model.model, generate["cache"], generate["generate"]
+    lm.generation_config.cache_implementation = "static"
+    lm.generation_config.cache_config = {"batch_size": 1, "max_cache_len": cache}
+    length = prompt.shape[1]
+    with torch.no_grad():
+        want = lm.generate(
+            prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=count
+        )[0, length:].tolist()
+    case.enter("export")
+    seq = torch.export.Dim("seq", min=1, max=cache)
+    with torch.no_grad():
+        exported = TorchExportableModuleForDecoderOnlyLM(lm).export(
+            input_ids=prompt,
+            cache_position=torch.arange(length),
+            dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
+        )
+    case.enter("import")
+    mod = from_exported_program(exported)
+    attrs = mod["main"].attrs
+    first = (
+        list(attrs["mutated_buffer_values"]) if attrs and "mutated_buffer_values" in attrs else []
+    )
+    vm = compile_case(mod, case)
+    case.enter("run")
+    state = [vm.tensor(v.numpy()) for v in first]
+
+    def step(ids: Any, positions: Any) -> int:
+        nonlocal state
+        out = vm(vm.tensor(ids), vm.tensor(positions), *state)
+        outs = list(out) if not isinstance(out, tvm.runtime.Tensor) else [out]
+        state = outs[len(outs) - len(state) :] if state else []
+        return int(np.argmax(outs[0].numpy()[0, -1]))
+
+    got = [step(prompt.numpy(), np.arange(length, dtype="int64"))]
+    for position in range(length, length + count - 1):
+        got.append(step(np.array([[got[-1]]], "int64"), np.array([position], "int64")))
+    case.enter("numerics")
+    case.info["tokens"] = count
+    wrong = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
+    if wrong is not None:
+        raise CaseFailed(f"token {wrong} of {count}: {got[wrong]}, PyTorch {want[wrong]}")
+
+
+def ort_of_torch(case: Case, model: Any, inputs: tuple[Any, ...], want: list[Any]) -> Any:
+    """ONNX Runtime on the model exported as a user would (torch.onnx.export, dynamo): the
+    function to time, or None with the reason in case.info["ort_error"] (ORT is an anchor for
+    the timings, not part of the verdict)."""
+    import tempfile
+
+    import torch
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
+            path = os.path.join(tmp, "model.onnx")
+            torch.onnx.export(model, inputs, dynamo=True).save(path)
+            sess = ort_session(path, case.run.threads)
+        feed = {i.name: x.detach().numpy() for i, x in zip(sess.get_inputs(), inputs, strict=True)}
+        problem, _ = compare(sess.run(None, feed), want, 0, 0, case.spec.rel_max)
+        if problem:
+            raise CaseFailed(f"ONNX Runtime's result differs from PyTorch's: {problem}")
+    except Exception as exc:  # any failure drops the anchor only
+        case.info["ort_error"] = last_line(exc)
+        return None
+    return lambda: sess.run(None, feed)
+
+
+def inductor_of_torch(case: Case, model: Any, inputs: tuple[Any, ...], want: list[Any]) -> Any:
+    """torch.compile (Inductor, CPU, default mode) on the model: the function to time, or None
+    with the reason in case.info["inductor_error"] (like ONNX Runtime, an anchor for the
+    timings, not part of the verdict). Its compile time goes in times["inductor_compile_s"]."""
+    import torch
+
+    try:
+        compiled = torch.compile(model)
+        t = time.perf_counter()
+        with torch.no_grad():
+            got = leaves(compiled(*inputs))
+        case.times["inductor_compile_s"] = time.perf_counter() - t
+        problem, _ = compare(got, want, 0, 0, case.spec.rel_max)
+        if problem:
+            raise CaseFailed(f"torch.compile's result differs from PyTorch's: {problem}")
+    except Exception as exc:  # any failure drops the anchor only
+        case.info["inductor_error"] = last_line(exc)
+        return None
+
+    def run() -> None:
+        with torch.no_grad():
+            compiled(*inputs)
+
+    return run
