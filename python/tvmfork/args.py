@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tvmfork import __version__, settings, verify
 from tvmfork.conformance import suites
 from tvmfork.conformance.casework import targets
+
+
+def setting(sp: argparse.ArgumentParser, *flags: str, key: str, **kw: Any) -> None:
+    """An option that sets the setting `key` (as tvmfork.local.toml names it): its dest says
+    so, and settings.overrides_from takes it from there."""
+    sp.add_argument(*flags, dest=settings.cli_dest(key), **kw)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -21,17 +28,20 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_checkout(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument(
+        setting(
+            sp,
             "--checkout",
-            dest="checkout_dir",
+            key="checkout_dir",
             help="the TVM checkout (default: settings checkout_dir)",
         )
 
     c = sub.add_parser("checkout", help="a TVM checkout at the pin")
     with_checkout(c)
-    c.add_argument("--source", help="URL, local git directory or plain folder of TVM")
-    c.add_argument(
+    setting(c, "--source", key="source", help="URL, local git directory or plain folder of TVM")
+    setting(
+        c,
         "--submodule",
+        key="submodules",
         action="append",
         default=[],
         metavar="PATH=SOURCE",
@@ -67,40 +77,56 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("labels", help="print the pinned commit and the series digest (image labels)")
 
     w = sub.add_parser("wheel", help="build a fork wheel")
-    w.add_argument(
+    setting(
+        w,
         "--mode",
+        key="wheel.mode",
         choices=settings.MODES,
         help="overlay: the stock PyPI wheel with the Python patches (seconds); source: build "
         "the patched checkout with CMake + Ninja (needs `tvmfork checkout`, a C++ compiler, "
         "LLVM >= 15); auto (default): source when the series has native patches and this "
         "machine can build, else overlay, saying what it left out",
     )
-    w.add_argument(
+    setting(
+        w,
         "--variant",
+        key="wheel.variant",
         choices=settings.VARIANTS,
         help="source builds: cpu (default) or cuda (needs nvcc; the CUDA runtime sidecar)",
     )
-    w.add_argument(
+    setting(
+        w,
         "--python-only",
+        key="wheel.python_only",
         action="store_true",
         default=None,
         help="overlay even with native patches, leaving them out",
     )
-    w.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
-    w.add_argument(
+    setting(
+        w,
+        "--stock-wheel",
+        key="wheel.stock_wheel",
+        help="a local copy of the stock wheel (offline)",
+    )
+    setting(
+        w,
         "--platform",
+        key="wheel.platform",
         help="overlay wheels: the platform of the stock wheel to overlay (linux_x86_64, "
         "linux_aarch64, macosx_arm64, win_amd64: those the lock names), or all (default: "
         "this machine's)",
     )
-    w.add_argument("--out", dest="out_dir", help="output folder (default: out/)")
+    setting(w, "--out", key="out_dir", help="output folder (default: out/)")
     with_checkout(w)
-    w.add_argument("--jobs", help="parallel compile jobs (source mode; default: all CPUs)")
-    w.add_argument("--cuda-arch", dest="cuda_architectures", help="CMAKE_CUDA_ARCHITECTURES")
-    w.add_argument("--llvm-config", dest="llvm_config", help="the llvm-config to build with")
-    w.add_argument(
+    setting(
+        w, "--jobs", key="build.jobs", help="parallel compile jobs (source mode; default: all CPUs)"
+    )
+    setting(w, "--cuda-arch", key="build.cuda_architectures", help="CMAKE_CUDA_ARCHITECTURES")
+    setting(w, "--llvm-config", key="build.llvm_config", help="the llvm-config to build with")
+    setting(
+        w,
         "--no-ccache",
-        dest="ccache",
+        key="build.ccache",
         action="store_false",
         default=None,
         help="source builds: compile without ccache even where it is installed",
@@ -117,7 +143,12 @@ def parser() -> argparse.ArgumentParser:
     def with_sides(sp: argparse.ArgumentParser) -> None:
         """Options of the commands that use the stock and fork venvs."""
         sp.add_argument("--wheel", help="a fork wheel to test (default: build the overlay)")
-        sp.add_argument("--stock-wheel", help="a local copy of the stock wheel (offline)")
+        setting(
+            sp,
+            "--stock-wheel",
+            key="wheel.stock_wheel",
+            help="a local copy of the stock wheel (offline)",
+        )
         sp.add_argument(
             "--stock-ffi",
             default="apache-tvm-ffi==0.1.14.post1",
@@ -304,6 +335,6 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("roll", help="re-apply the series onto another upstream revision")
     with_checkout(r)
     r.add_argument("--to", required=True, help="the revision (tag or commit)")
-    r.add_argument("--source", help="where to fetch it (default: settings source)")
+    setting(r, "--source", key="source", help="where to fetch it (default: settings source)")
     r.add_argument("--dry-run", action="store_true", help="report only; change nothing")
     return p

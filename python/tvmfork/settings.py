@@ -11,6 +11,8 @@ import dataclasses
 import difflib
 import os
 import tomllib
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,33 +106,33 @@ def _unknown(key: str, known: list[str], where: str) -> UsageError:
     return UsageError(f"unknown setting {key!r} in {where}{did}; known: {', '.join(known)}")
 
 
+_WORDS = {"1": True, "true": True, "yes": True, "on": True}
+_WORDS |= {"0": False, "false": False, "no": False, "off": False}
+
+
 def _convert(value: Any, typ: Any, key: str, where: str) -> Any:
-    text = str(typ)
-    if typ is bool or text == "bool":
+    """`value` (from TOML, the environment or the command line) as the field's annotated type:
+    bool, str, Path or dict[str, str], each optionally `| None`."""
+    args = [t for t in typing.get_args(typ) if t is not type(None)]
+    if typing.get_origin(typ) in (typing.Union, types.UnionType) and len(args) == 1:
+        typ = args[0]
+    if typ is bool:
         if isinstance(value, bool):
             return value
-        words = {
-            "1": True,
-            "true": True,
-            "yes": True,
-            "on": True,
-            "0": False,
-            "false": False,
-            "no": False,
-            "off": False,
-        }
-        if isinstance(value, str) and value.lower() in words:
-            return words[value.lower()]
+        if isinstance(value, str) and value.lower() in _WORDS:
+            return _WORDS[value.lower()]
         raise UsageError(f"setting {key!r} in {where} must be true or false, not {value!r}")
-    if "dict" in text:
+    if typing.get_origin(typ) is dict:
         if not isinstance(value, Mapping):
             raise UsageError(f"setting {key!r} in {where} must be a table")
         return {str(k): str(v) for k, v in value.items()}
     if not isinstance(value, str):
         raise UsageError(f"setting {key!r} in {where} must be a string, not {value!r}")
-    if "Path" in text:
+    if typ is Path:
         return Path(value).expanduser()
-    return value
+    if typ is str:
+        return value
+    raise TypeError(f"setting {key!r}: no conversion to {typ!r}")  # a field of a new type
 
 
 def _apply(obj: Any, data: Mapping[str, Any], where: str, prefix: str = "") -> None:
@@ -187,26 +189,37 @@ def load(
     return settings
 
 
+CLI_PREFIX = "settings."  # the dest of an option that sets a setting: settings.<key>
+
+
+def cli_dest(key: str) -> str:
+    """The argparse dest of the option that sets `key` (`wheel.mode`, `checkout_dir`)."""
+    return CLI_PREFIX + key
+
+
 def overrides_from(args: Any) -> dict[str, Any]:
-    """The settings a command line gives (the top layer): the options of `args` (an argparse
-    Namespace) that are set, nested as in tvmfork.local.toml."""
+    """The settings a command line gives (the top layer): every option of `args` (an argparse
+    Namespace) whose dest is `cli_dest(key)` and that is set, nested as in tvmfork.local.toml.
+    The parser names the key (args.py), so no list here can drift from it: an option whose
+    key is not a setting is an unknown-setting error when the settings load."""
     o: dict[str, Any] = {}
-    for key in ("checkout_dir", "source", "out_dir"):
-        if getattr(args, key, None):
-            o[key] = getattr(args, key)
-    subs = getattr(args, "submodule", None)
-    if subs:
-        o["submodules"] = {}
-        for item in subs:
-            path, sep, src = item.partition("=")
-            if not sep or not path or not src:
-                raise UsageError(f"--submodule takes PATH=SOURCE, not {item!r}")
-            o["submodules"][path.strip("/")] = src
-    for table, keys in (
-        ("wheel", ("mode", "variant", "python_only", "stock_wheel", "platform")),
-        ("build", ("jobs", "cuda_architectures", "llvm_config", "ccache")),
-    ):
-        values = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
-        if values:
-            o[table] = values
+    for dest, value in sorted(vars(args).items()):
+        if not dest.startswith(CLI_PREFIX) or value is None or value == []:
+            continue
+        *tables, name = dest[len(CLI_PREFIX) :].split(".")
+        node = o
+        for table in tables:
+            node = node.setdefault(table, {})
+        node[name] = _submodules(value) if name == "submodules" else value
     return o
+
+
+def _submodules(items: list[str]) -> dict[str, str]:
+    """`--submodule PATH=SOURCE`, repeated: {path: source}."""
+    out = {}
+    for item in items:
+        path, sep, src = item.partition("=")
+        if not sep or not path or not src:
+            raise UsageError(f"--submodule takes PATH=SOURCE, not {item!r}")
+        out[path.strip("/")] = src
+    return out

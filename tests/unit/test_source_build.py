@@ -267,9 +267,20 @@ def test_retag_names_and_wheel_metadata() -> None:
     assert platform.Audit("manylinux_2_36_x86_64", ()).glibc == "2.36"
 
 
-def test_source_build_of_the_fake_upstream(fork: Fork, capsys: pytest.CaptureFixture[str]) -> None:
+def test_source_build_of_the_fake_upstream(
+    fork: Fork, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """apply -> scikit-build-core/CMake/Ninja -> manifest + bounded tvm-ffi -> linkage -> import;
-    then again: the unchanged series is not re-applied and nothing recompiles."""
+    then again: the unchanged series is not re-applied and nothing recompiles. `auto` checks
+    the toolchain once: the build takes what its preflight found."""
+    checks: list[source.Preflight] = []
+    real = source.preflight
+
+    def counted(*args: object) -> source.Preflight:
+        checks.append(real(*args))  # type: ignore[arg-type]
+        return checks[-1]
+
+    monkeypatch.setattr(source, "preflight", counted)
     fork.commit_change("src/op.cc", "return 1", "return 42", "[Op] Native fix")
     assert fork.run("export") == 0
     write(
@@ -277,6 +288,7 @@ def test_source_build_of_the_fake_upstream(fork: Fork, capsys: pytest.CaptureFix
         '[cmake]\nFAKE_FLAVOR = "cpu"\n[linkage]\nforbidden = ["libcuda."]\n',
     )
     assert fork.run("wheel", "--out", str(fork.root / "out")) == 0  # auto: native -> source
+    assert len(checks) == 1 and "compiler" in checks[0].tools
     out = capsys.readouterr()
     assert "auto: the series has 1 native patch(es): building from source" in out.err
     assert "build the wheel (scikit-build-core, CMake + Ninja): [" in out.err

@@ -10,12 +10,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmfork import conformance, hostcpu, sides, stock, ui, venvs
+from tvmfork import conformance, git, hostcpu, sides, stock, ui, venvs
 from tvmfork.conformance import devices, merge, remote, report, suites
 from tvmfork.conformance.casework.spec import RunConfig
 from tvmfork.conformance.options import Options
 from tvmfork.conformance.runner import CaseSpec, Result
-from tvmfork.errors import UsageError
+from tvmfork.errors import ProcessError, UsageError
 from tvmfork.lock import Lock
 from tvmfork.series import Series
 from tvmfork.settings import Settings
@@ -155,8 +155,20 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
         config=config.to_json(),
         shard=str(o.shard) if o.shard is not None else "",
         cases=total,
+        commit=_commit(root),
+        date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     return _write(results, header, out, start)
+
+
+def _commit(root: Path) -> str:
+    """tvmfork's own commit, as the report keys its measurements ("" outside a git clone;
+    "+dirty" when the tree has changes)."""
+    repo = git.Repo(root)
+    try:
+        return repo.head() + ("+dirty" if repo.dirty() else "")
+    except ProcessError:
+        return ""
 
 
 def _write(results: list[Result], header: report.Header, out: Path, start: float) -> Outcome:

@@ -5,6 +5,7 @@ another configuration, another case count) are refused, naming what differs."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tvmfork.conformance import report
@@ -74,5 +75,5 @@ def merge(folders: list[Path]) -> tuple[report.Header, list[Result]]:
     for i in range(first.cases):
         k = i % count + 1
         merged += grouped[k][cases[k][i // count]]
-    whole = report.Header(first.sides, first.context, first.config, "", first.cases)
+    whole = dataclasses.replace(first, shard="")
     return whole, merged

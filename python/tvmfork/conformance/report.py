@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ class Header:
     config: dict[str, Any] = field(default_factory=dict)
     shard: str = ""
     cases: int = 0
+    commit: str = ""  # tvmfork's own commit (git HEAD of the repository that ran it)
+    date: str = ""  # when the run ended (UTC, ISO 8601)
 
     def lines(self) -> list[str]:
         """Each side's TVM and wheel, as the report and the terminal give them."""
@@ -52,7 +54,8 @@ class Header:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Header:
-        return cls(**{k: d[k] for k in ("sides", "context", "config", "shard", "cases") if k in d})
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,11 @@ def _num(r: Result | None, key: str, fmt: str) -> str:
 
 
 def markdown(
-    results: list[Result], slowest: int = 10, context: str = "", header: Header | None = None
+    results: list[Result],
+    slowest: int = 10,
+    context: str = "",
+    header: Header | None = None,
+    chart: str = "",
 ) -> str:
     """The table: every case with both sides, the verdict, times; then the slowest cases."""
     out = [
@@ -142,7 +149,7 @@ def markdown(
     out += ["", "Summary:", "", *run, *sides, *[f"- {line}" for line in summary(results)]]
     table = speed_table(results, context)
     if table:
-        out += ["", *table]
+        out += ["", chart.strip(), "", *table] if chart else ["", *table]
     timed = [r for r in all_rows if r.fork is not None and "compile_s" in r.fork.times]
     timed.sort(key=lambda r: -(r.fork.times["compile_s"] if r.fork else 0))
     if timed:
@@ -295,10 +302,26 @@ def write(
     if header is not None:
         (out_dir / HEADER).write_text(json.dumps(header.to_json(), indent=1) + "\n")
     md = out_dir / "report.md"
+    chart = _chart(results, out_dir, context or (header.context if header else ""))
     md.write_text(
-        markdown(results, context=context or (header.context if header else ""), header=header)
+        chart
+        + markdown(results, context=context or (header.context if header else ""), header=header)
     )
     return jsonl, md
+
+
+def _chart(results: list[Result], out_dir: Path, context: str) -> str:
+    """The speed chart (speed.png) for report.md, as a Markdown line; empty when nothing was
+    timed."""
+    from tvmfork.conformance import charts  # matplotlib, only where something was timed
+
+    timed = speed(results)
+    if not timed:
+        return ""
+    png = charts.draw(timed, out_dir / "speed.png", context)
+    if png is None:
+        return "(no speed chart: matplotlib is not installed; `pip install tvmfork[charts]`)"
+    return f"![fork's time over PyTorch, ONNX Runtime and torch.compile]({png.name})"
 
 
 def load(jsonl: Path) -> list[Result]:

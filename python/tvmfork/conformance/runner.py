@@ -317,4 +317,4 @@ def run_cases(
         for ws in workers.values():
             for w in ws:
                 w.stop()
-    return [r for d in done for r in d.values()]
+    return [d[s] for d in done for s in sides if s in d]  # in case order, sides in order

@@ -32,18 +32,32 @@ def overlay_wheel(
         return overlay.build(lock, series, path, settings.out_dir, python_only)
 
 
-def source_unavailable(settings: Settings, lock: Lock, series: Series, root: Path) -> str | None:
-    """Why a source build cannot run here (no checkout, no variant, a missing tool), or None.
-    The preflight's error is this function's result, so it is caught here."""
+def source_preflight(
+    settings: Settings, lock: Lock, series: Series, root: Path
+) -> source.Preflight | str:
+    """What a source build would build with here, or why it cannot run (no checkout, no
+    variant, a missing tool). The preflight's error is this function's result, so it is
+    caught here."""
     try:
-        source.SourceBuild(settings, lock, series, root).preflight()
+        return source.SourceBuild(settings, lock, series, root).found
     except (SourceError, ToolchainError, UsageError) as exc:
         return str(exc)
-    return None
 
 
-def _source(settings: Settings, lock: Lock, series: Series, root: Path) -> list[str]:
-    res = source.SourceBuild(settings, lock, series, root).run()
+def source_unavailable(settings: Settings, lock: Lock, series: Series, root: Path) -> str | None:
+    """Why a source build cannot run here, or None."""
+    found = source_preflight(settings, lock, series, root)
+    return found if isinstance(found, str) else None
+
+
+def _source(
+    settings: Settings,
+    lock: Lock,
+    series: Series,
+    root: Path,
+    found: source.Preflight | None = None,
+) -> list[str]:
+    res = source.SourceBuild(settings, lock, series, root, found).run()
     size = res.path.stat().st_size / 1e6
     return [
         f"built {res.path} ({size:.1f} MB) in {res.seconds['total']:.0f} s",
@@ -66,12 +80,12 @@ def build(settings: Settings, lock: Lock, series: Series, root: Path) -> list[st
     native = [p.name for p in series.patches if series.needs_build(p)]
     python_only = ws.python_only
     if ws.mode == "auto" and native and not python_only and not ws.platform:
-        why_not = source_unavailable(settings, lock, series, root)
-        if why_not is None:
+        found = source_preflight(settings, lock, series, root)
+        if not isinstance(found, str):  # checked once: the build takes what was found
             ui.note(f"auto: the series has {len(native)} native patch(es): building from source")
-            return _source(settings, lock, series, root)
+            return _source(settings, lock, series, root, found)
         ui.note(
-            f"auto: cannot build from source ({why_not}), so this is an overlay wheel "
+            f"auto: cannot build from source ({found}), so this is an overlay wheel "
             f"WITHOUT the native patch(es): {', '.join(native)}"
         )
         python_only = True

@@ -164,8 +164,72 @@ def _z3_decision(defines: dict[str, str], buildenv_python: Path) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class Preflight:
+    """What the checks before any compile found: the values the variant's CMake settings
+    name (`llvm_config`, `cuda_home`, `nvcc`, ...), the tools' versions for the manifest, and
+    ccache (None: off or not installed)."""
+
+    values: dict[str, str]
+    tools: dict[str, str]
+    ccache: Path | None
+
+
+def preflight(
+    settings: Settings, variant: variants.Variant, checkout: Path, build_dir: Path
+) -> Preflight:
+    """Check the checkout and the toolchain the variant needs, before anything compiles: an
+    error that names what is missing (and its Debian package), else what was found."""
+    if not (checkout / ".git").exists():
+        raise SourceError(
+            f"no TVM checkout at {checkout}; run `tvmfork checkout` first (or set checkout_dir)"
+        )
+    wanted = variant.placeholders()
+    values: dict[str, str] = {}
+    tools = {"compiler": toolchain.compiler().version}
+    if "llvm_config" in wanted:
+        llvm = toolchain.llvm_config(settings.build.llvm_config or None)
+        values["llvm_config"] = str(llvm.path)
+        tools["llvm"] = llvm.version
+        if any("--link-static" in v for v in variant.cmake.values()):
+            toolchain.check_libraries(
+                toolchain.llvm_static_libs(llvm), f"linking LLVM {llvm.version} statically"
+            )
+    if variant.sidecar is not None:
+        nvcc = toolchain.nvcc(settings.build.cuda_home or None)
+        home = (
+            Path(settings.build.cuda_home) if settings.build.cuda_home else None
+        ) or toolchain.cuda_home_of(nvcc)
+        values.update(
+            cuda_home=str(home),
+            nvcc=str(home / "bin" / "nvcc"),
+            cuda_major=nvcc.version.split(".")[0],
+            cuda_architectures=settings.build.cuda_architectures
+            or variant.sidecar.cuda_architectures,
+            sidecar=str(build_dir / "sidecar" / variant.sidecar.library),
+        )
+        tools["cuda"] = nvcc.version
+    unknown = wanted - set(values) - {"cuda_driver_lib"}
+    if unknown:
+        raise UsageError(f"{variant.path}: unknown placeholder(s) {sorted(unknown)}")
+    cc = toolchain.ccache() if settings.build.ccache else None
+    tools["ccache"] = str(cc) if cc else "off"
+    return Preflight(values, tools, cc)
+
+
 class SourceBuild:
-    def __init__(self, settings: Settings, lock: Lock, series: Series, root: Path) -> None:
+    """A source build, step by step (`run`): the preflight's findings (given, or checked
+    now), the series applied, the build venv, the CUDA sidecar (cuda variant), the wheel,
+    its manylinux tag and manifest, the linkage check and a clean-venv import."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        lock: Lock,
+        series: Series,
+        root: Path,
+        found: Preflight | None = None,
+    ) -> None:
         self.s = settings
         self.lock = lock
         self.series = series
@@ -179,46 +243,10 @@ class SourceBuild:
         self.jobs = settings.build.jobs or str(os.cpu_count() or 2)
         self.notes: list[str] = []
         self.seconds: dict[str, float] = {}
-        self.values: dict[str, str] = {}
-        self.tools: dict[str, str] = {}
-
-    # -- before compiling ---------------------------------------------------------------
-    def preflight(self) -> None:
-        if not (self.checkout / ".git").exists():
-            raise SourceError(
-                f"no TVM checkout at {self.checkout}; run `tvmfork checkout` first (or set "
-                "checkout_dir)"
-            )
-        wanted = self.variant.placeholders()
-        self.tools["compiler"] = toolchain.compiler().version
-        if "llvm_config" in wanted:
-            llvm = toolchain.llvm_config(self.s.build.llvm_config or None)
-            self.values["llvm_config"] = str(llvm.path)
-            self.tools["llvm"] = llvm.version
-            if any("--link-static" in v for v in self.variant.cmake.values()):
-                toolchain.check_libraries(
-                    toolchain.llvm_static_libs(llvm), f"linking LLVM {llvm.version} statically"
-                )
-        if self.variant.sidecar is not None:
-            nvcc = toolchain.nvcc(self.s.build.cuda_home or None)
-            home = (
-                Path(self.s.build.cuda_home) if self.s.build.cuda_home else None
-            ) or toolchain.cuda_home_of(nvcc)
-            self.values.update(
-                cuda_home=str(home),
-                nvcc=str(home / "bin" / "nvcc"),
-                cuda_major=nvcc.version.split(".")[0],
-                cuda_architectures=self.s.build.cuda_architectures
-                or self.variant.sidecar.cuda_architectures,
-            )
-            self.tools["cuda"] = nvcc.version
-            self.values["sidecar"] = str(self.build_dir / "sidecar" / self.variant.sidecar.library)
-        unknown = wanted - set(self.values) - {"cuda_driver_lib"}
-        if unknown:
-            raise UsageError(f"{self.variant.path}: unknown placeholder(s) {sorted(unknown)}")
-        cc = toolchain.ccache() if self.s.build.ccache else None
-        self.ccache = cc
-        self.tools["ccache"] = str(cc) if cc else "off"
+        self.found = found or preflight(settings, self.variant, self.checkout, self.build_dir)
+        self.values = dict(self.found.values)
+        self.tools = dict(self.found.tools)
+        self.ccache = self.found.ccache
 
     def buildenv(self) -> Path:
         reqs = build_requirements(self.checkout)
@@ -423,7 +451,6 @@ class SourceBuild:
 
     def run(self) -> SourceResult:
         total = time.monotonic()
-        self.preflight()
         with ui.step(f"apply the series ({len(self.series.patches)} patches) to {self.checkout}"):
             res = apply(self.series, self.checkout)
         if not res.unchanged:
