@@ -1,8 +1,8 @@
 """RPC devices on this machine: a TVM tracker and its servers, started for one run and torn
 down after it. `emulated_aarch64` makes the servers 64-bit Arm ones, each a Python of a
 Debian arm64 root (debootstrap) run by qemu-aarch64 user-mode emulation, with the fork's
-aarch64 overlay wheel installed in that root: the lane of README's 'Conformance on aarch64
-through RPC'. The tests start x86 servers the same way (`Devices`).
+aarch64 overlay wheel installed in that root: the lane of docs/conformance.md's 'On other
+targets: aarch64 through RPC'. The tests start x86 servers the same way (`Devices`).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def resolve(
         if named is not None and named.runs == "rpc":
             raise UsageError(
                 f"--target {target} runs on a device: give --rpc-tracker HOST:PORT and "
-                "--rpc-key KEY (README: 'Conformance on aarch64 through RPC')"
+                "--rpc-key KEY (docs/conformance.md: 'On other targets')"
             )
         return RunConfig(target=worker)
     host, sep, port = tracker.rpartition(":")
