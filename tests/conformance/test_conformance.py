@@ -7,44 +7,24 @@ run the same way, and a case that crashes or hangs its worker is charged to that
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tvmfork import settings
 
+from .lane import by_case, conformance
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.conformance
 
 
-def _conformance(*args: str) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(
-        [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "conformance", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    print(r.stdout)
-    print(r.stderr[-6000:], file=sys.stderr)
-    return r
-
-
-def _results(report: Path) -> dict[tuple[str, str], dict[str, dict[str, object]]]:
-    by: dict[tuple[str, str], dict[str, dict[str, object]]] = {}
-    for line in (report / "results.jsonl").read_text().splitlines():
-        d = json.loads(line)
-        by.setdefault((d["suite"], d["case"]), {})[d["side"]] = d
-    return by
-
-
 def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
-    r = _conformance("ci", "--jobs", "2", "--report", str(tmp_path))
+    r = conformance("ci", "--jobs", "2", "--report", str(tmp_path))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    by = _results(tmp_path)
+    by = by_case(tmp_path)
     assert all(set(sides) == {"stock", "fork"} for sides in by.values())
     node = [k for k in by if k[0] == "onnx-node"]
     assert len(node) > 150, len(node)
@@ -85,12 +65,12 @@ def test_user_suites_run_isolated(tmp_path: Path) -> None:
     python = _fork_python()
     if not python.exists():  # made by the first conformance or verify run
         assert (
-            _conformance("ci", "-k", "test_abs", "--report", str(tmp_path / "warm")).returncode == 0
+            conformance("ci", "-k", "test_abs", "--report", str(tmp_path / "warm")).returncode == 0
         )
     subprocess.run(
         [str(python), str(HERE / "make_onnx.py"), str(onnx_dir / "small.onnx")], check=True
     )
-    r = _conformance(
+    r = conformance(
         "--torch-module",
         str(HERE / "cases_for_tests.py"),
         "--onnx",
@@ -103,7 +83,7 @@ def test_user_suites_run_isolated(tmp_path: Path) -> None:
         str(tmp_path / "report"),
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    by = _results(tmp_path / "report")
+    by = by_case(tmp_path / "report")
     suite = "torch:cases_for_tests"
     for side in ("stock", "fork"):
         crash = by[(suite, "a_crash")][side]
@@ -130,23 +110,23 @@ def test_hf_folder_and_a_suite_that_brings_its_package(tmp_path: Path) -> None:
     python = _fork_python()
     if not python.exists():
         assert (
-            _conformance("ci", "-k", "test_abs", "--report", str(tmp_path / "warm")).returncode == 0
+            conformance("ci", "-k", "test_abs", "--report", str(tmp_path / "warm")).returncode == 0
         )
     model = tmp_path / "tiny-llama"
     subprocess.run([str(python), str(HERE / "make_hf.py"), str(model)], check=True)
     suite = str(HERE / "cases_with_einops.py")
-    r = _conformance(
+    r = conformance(
         "--hf", str(model), "--torch-module", suite, "--with", "einops", "--no-bench",
         "--report", str(tmp_path / "with"),
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    by = _results(tmp_path / "with")
+    by = by_case(tmp_path / "with")
     llama = by[("hf", "tiny-llama")]  # a Llama: stock stops at its KV cache's empty concat
     assert (llama["fork"]["status"], llama["stock"]["status"]) == ("ok", "error"), llama
     for side in ("stock", "fork"):
         assert by[("torch:cases_with_einops", "patches")][side]["status"] == "ok", by
     assert "with einops" in (tmp_path / "with" / "report.md").read_text()
-    r = _conformance("--torch-module", suite, "--no-bench", "--report", str(tmp_path / "bare"))
+    r = conformance("--torch-module", suite, "--no-bench", "--report", str(tmp_path / "bare"))
     assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-3000:]  # a usage error, said plainly
     assert "No module named 'einops'" in r.stderr and "--with" in r.stderr, r.stderr[-3000:]
 
@@ -154,7 +134,7 @@ def test_hf_folder_and_a_suite_that_brings_its_package(tmp_path: Path) -> None:
 def test_bench_times_onnx_runtime_at_the_thread_count_asked(tmp_path: Path) -> None:
     """--ort exports the torch model (torch.onnx.export, dynamo) and times ONNX Runtime beside
     PyTorch eager and TVM; --threads sets all three; the speed table gives the ratios."""
-    r = _conformance(
+    r = conformance(
         "--torch-module",
         str(HERE / "cases_for_tests.py"),
         "-k",
@@ -168,7 +148,7 @@ def test_bench_times_onnx_runtime_at_the_thread_count_asked(tmp_path: Path) -> N
         str(tmp_path),
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    by = _results(tmp_path)
+    by = by_case(tmp_path)
     for side in ("stock", "fork"):
         small = by[("torch:cases_for_tests", "c_small")][side]
         assert small["status"] == "ok", small
@@ -177,12 +157,12 @@ def test_bench_times_onnx_runtime_at_the_thread_count_asked(tmp_path: Path) -> N
         assert ("ort_ms" in small) == (side == "fork"), small
     assert "Speed (target llvm, threads 1, CPU " in r.stdout  # the machine, with every table
     assert "| geometric mean | 1 cases |" in r.stdout
-    assert "--threads 0: give a count of 1 or more" in _conformance("--threads", "0").stderr
+    assert "--threads 0: give a count of 1 or more" in conformance("--threads", "0").stderr
 
 
 def test_unknown_suite_and_no_match_are_usage_errors(tmp_path: Path) -> None:
-    r = _conformance("no-such-suite", "--report", str(tmp_path))
+    r = conformance("no-such-suite", "--report", str(tmp_path))
     assert r.returncode == 2 and "unknown suite 'no-such-suite'" in r.stderr
     assert "Traceback" not in r.stderr
-    r = _conformance("ci", "-k", "no_such_case_*", "--report", str(tmp_path))
+    r = conformance("ci", "-k", "no_such_case_*", "--report", str(tmp_path))
     assert r.returncode == 2 and "no case matches" in r.stderr

@@ -7,24 +7,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .lane import conformance
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.conformance,
     pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) not installed"),
 ]
-
-
-def _conformance(*args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "conformance", *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    print(r.stdout, r.stderr[-4000:], sep="\n", file=sys.stderr)
-    return r
 
 
 # Node cases that compiled for CUDA on stock and not on the fork until fixed: a float8 cast
@@ -47,7 +40,7 @@ def test_cases_compile_for_cuda_with_no_regression(tmp_path: Path) -> None:
     ONCE_REGRESSED, and a CNN."""
     globs = ",".join(["test_convtranspose*", "squeezenet1_1", *ONCE_REGRESSED])
     args = ["onnx-node", "torchvision", "-k", globs, "--target", "cuda", "--jobs", "2"]
-    r = _conformance(*args, "--cuda-archs", "sm_80,sm_90", "--report", str(tmp_path))
+    r = conformance(*args, "--cuda-archs", "sm_80,sm_90", "--report", str(tmp_path))
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(ln) for ln in (tmp_path / "results.jsonl").read_text().splitlines()]
     fork = {row["case"]: row for row in rows if row["side"] == "fork"}
@@ -61,5 +54,5 @@ def test_cases_compile_for_cuda_with_no_regression(tmp_path: Path) -> None:
 
 
 def test_bad_architectures_are_a_usage_error(tmp_path: Path) -> None:
-    r = _conformance("ci", "--target", "cuda", "--cuda-archs", "sm80", "--report", str(tmp_path))
+    r = conformance("ci", "--target", "cuda", "--cuda-archs", "sm80", "--report", str(tmp_path))
     assert r.returncode == 2 and "--cuda-archs sm80: give CUDA architectures" in r.stderr

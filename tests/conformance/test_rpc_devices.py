@@ -7,7 +7,6 @@ for another triple each end with a clear error, the first charged to its case al
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import subprocess
@@ -21,6 +20,8 @@ import pytest
 from tvmfork import lock as lockmod
 from tvmfork import settings, sides, venvs
 from tvmfork.conformance import devices
+
+from .lane import conformance, records
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = str(Path(__file__).with_name("cases_for_rpc.py"))
@@ -41,15 +42,11 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devices.Devices]
 
 
 def _conformance(*args: str, report: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "conformance", *args]
-    r = subprocess.run([*cmd, "--report", str(report)], capture_output=True, text=True)
-    print(r.stdout, r.stderr[-4000:], sep="\n", file=sys.stderr)
-    return r
+    return conformance(*args, "--report", str(report))
 
 
 def _results(report: Path) -> dict[str, dict[str, object]]:
-    rows = [json.loads(ln) for ln in (report / "results.jsonl").read_text().splitlines()]
-    return {f"{r['side']}/{r['case']}": r for r in rows}
+    return {f"{r['side']}/{r['case']}": r for r in records(report)}
 
 
 def test_cases_run_on_the_devices_and_a_dead_device_fails_its_case_alone(

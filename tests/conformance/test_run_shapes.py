@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,24 +15,10 @@ from tvmfork import lock, settings, stock
 from tvmfork import series as seriesmod
 from tvmfork.wheel import overlay
 
+from .lane import conformance, records
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.conformance
-
-
-def _conformance(*args: str) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(
-        [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "conformance", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    print(r.stdout)
-    print(r.stderr[-6000:], file=sys.stderr)
-    return r
-
-
-def _records(report: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (report / "results.jsonl").read_text().splitlines()]
 
 
 def _another_fork_wheel(tmp_path: Path) -> Path:
@@ -63,7 +47,7 @@ def test_the_wheel_given_is_the_wheel_tested_and_named(tmp_path: Path) -> None:
     wheel = _another_fork_wheel(tmp_path)
     version = str(parse_wheel_filename(wheel.name)[1])
     report = tmp_path / "report"
-    r = _conformance(
+    r = conformance(
         "torchvision", "-k", "resnet18", "--side", "fork", "--no-bench", "--wheel", str(wheel),
         "--report", str(report),
     )  # fmt: skip
@@ -72,7 +56,7 @@ def test_the_wheel_given_is_the_wheel_tested_and_named(tmp_path: Path) -> None:
     # the version the fork's worker imported is the given wheel's, not the series' overlay's
     assert fork["tvm"] == version and fork["wheel"] == wheel.name, fork
     assert fork["sha256"] == stock.sha256_of(wheel)
-    (rec,) = _records(report)
+    (rec,) = records(report)
     assert (rec["case"], rec["status"], rec["tvm"], rec["wheel"]) == (
         "resnet18",
         "ok",
@@ -85,21 +69,21 @@ def test_the_wheel_given_is_the_wheel_tested_and_named(tmp_path: Path) -> None:
 
 def test_three_shards_merged_are_the_whole_run(tmp_path: Path) -> None:
     args = ["ci", "-k", "test_softmax_axis_*,test_tanh*,test_erf", "--jobs", "2"]
-    whole = _conformance(*args, "--report", str(tmp_path / "whole"))
+    whole = conformance(*args, "--report", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
     shards = []
     for k in (1, 2, 3):
         folder = tmp_path / f"shard{k}"
-        r = _conformance(*args, "--shard", f"{k}/3", "--report", str(folder))
+        r = conformance(*args, "--shard", f"{k}/3", "--report", str(folder))
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert json.loads((folder / "run.json").read_text())["shard"] == f"{k}/3"
         shards.append(str(folder))
-    merged = _conformance("merge", *reversed(shards), "--report", str(tmp_path / "merged"))
+    merged = conformance("merge", *reversed(shards), "--report", str(tmp_path / "merged"))
     assert merged.returncode == 0, merged.stdout[-3000:] + merged.stderr[-3000:]
 
     def verdicts(folder: Path) -> list[tuple[object, ...]]:
         keys = ("suite", "case", "side", "status", "stage", "error", "tvm", "wheel")
-        return [tuple(rec[k] for k in keys) for rec in _records(folder)]
+        return [tuple(rec[k] for k in keys) for rec in records(folder)]
 
     want = verdicts(tmp_path / "whole")
     assert len(want) >= 2 * 8  # a case on each side, of at least 8 cases
@@ -111,5 +95,5 @@ def test_three_shards_merged_are_the_whole_run(tmp_path: Path) -> None:
         ]
 
     assert summary(merged.stdout) == summary(whole.stdout)
-    again = _conformance("merge", *shards[:2], "--report", str(tmp_path / "partial"))
+    again = conformance("merge", *shards[:2], "--report", str(tmp_path / "partial"))
     assert again.returncode == 2 and "shard(s) 3/3 missing" in again.stderr, again.stderr

@@ -12,6 +12,11 @@ import tvm
 from tvm import relax, tirx
 from tvm.relax.frontend.torch import from_exported_program
 
+# the x86-64 psABI levels of a portable build, lowest first (the conformance lane's list is
+# python/tvmfork/conformance/casework/targets.py's: these tests run without tvmfork)
+X86_LEVELS = "x86-64,x86-64-v3,x86-64-v4"
+PORTABLE = {"kind": "llvm", "mcpu": X86_LEVELS}
+
 
 def import_torch(model: torch.nn.Module, example: torch.Tensor) -> tvm.IRModule:
     """`model` (in eval mode) through torch.export and the Relax importer, params as constants."""

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from .relaxrun import export_levels_and_host
+from .relaxrun import X86_LEVELS, export_levels_and_host
 
-LEVELS = "x86-64,x86-64-v3,x86-64-v4"
+LEVELS = X86_LEVELS
 V4_FLAGS = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
 
 # runs a library in a fresh process (a glibc tunable or an emulated CPU applies to it whole)

@@ -24,9 +24,9 @@ import tvm
 from tvm import relax
 
 from .hf import transformers
-from .relaxrun import import_torch, run_llvm
+from .relaxrun import PORTABLE, import_torch, run_llvm
 
-LEVELS = {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}
+LEVELS = PORTABLE
 
 
 def _model() -> tuple[torch.nn.Module, torch.Tensor]:

@@ -24,9 +24,9 @@ import torch
 import tvm
 from tvm import relax
 
-from .relaxrun import export_levels_and_host, import_torch
+from .relaxrun import PORTABLE, export_levels_and_host, import_torch
 
-LEVELS = {"kind": "llvm", "mcpu": "x86-64,x86-64-v3,x86-64-v4"}
+LEVELS = PORTABLE
 SUFFIXES = ("x86_64", "x86_64_v3", "x86_64_v4")
 
 # runs a library in a fresh process, where a glibc tunable masks the higher levels
