@@ -111,3 +111,26 @@ def test_speed_table_ratios_and_geometric_means(tmp_path: Path) -> None:
     again = report.load(jsonl)
     assert again[3].notes["ort_error"] == "TorchExportError: data-dependent guard"
     assert [s.fork_per_ort for s in report.speed(again)] == [1.25, None]
+
+
+def test_the_header_names_each_sides_tvm_and_flags_a_venv_that_imports_another(
+    tmp_path: Path,
+) -> None:
+    """run.json and report.md name the TVM each side's worker imported and its wheel; a
+    version other than the wheel's (a venv holding another TVM) is said, not hidden."""
+    wheel = "apache_tvm-0.26.0+fork.ab.py-py3-none-manylinux_2_28_x86_64.whl"
+    header = report.Header(
+        sides={
+            "stock": {"tvm": "0.26.0", "wheel": "apache_tvm-0.26.0-py3-none-any.whl"},
+            "fork": {"tvm": "0.26.0", "wheel": wheel, "sha256": "cd" * 32},
+        },
+        shard="2/3",
+        cases=9,
+    )
+    stock_line, fork_line, shard_line = header.lines()
+    assert stock_line == "stock: TVM 0.26.0 from apache_tvm-0.26.0-py3-none-any.whl"
+    assert "NOT the wheel's version 0.26.0+fork.ab.py" in fork_line
+    assert shard_line == "shard 2/3 of a run of 9 cases"
+    _, md = report.write(RESULTS, tmp_path, header=header)
+    assert report.load_header(tmp_path) == header
+    assert fork_line in md.read_text()

@@ -17,10 +17,19 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
 from tvmfork.conformance.runner import Result
 
 STATUSES = ("ok", "wrong", "error", "crash", "timeout", "not run")
 HEADER = "run.json"
+
+
+def _wheel_version(name: str) -> str:
+    try:
+        return str(parse_wheel_filename(name)[1])
+    except InvalidWheelFilename:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,11 @@ class Header:
         out = []
         for side, d in self.sides.items():
             sha = f", sha256 {d['sha256'][:16]}" if d.get("sha256") else ""
-            out.append(f"{side}: TVM {d.get('tvm', '?')} from {d.get('wheel', '?')}{sha}")
+            line = f"{side}: TVM {d.get('tvm') or '?'} from {d.get('wheel', '?')}{sha}"
+            wanted = _wheel_version(d.get("wheel", ""))
+            if d.get("tvm") and wanted and d["tvm"] != wanted:
+                line += f" (NOT the wheel's version {wanted}: its venv imports another TVM)"
+            out.append(line)
         if self.shard:
             out.append(f"shard {self.shard} of a run of {self.cases} cases")
         return out

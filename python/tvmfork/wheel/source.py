@@ -345,7 +345,8 @@ class SourceBuild:
         proc.run([bin_dir / "patchelf", "--set-rpath", "$ORIGIN", lib])
         return lib
 
-    def wheel(self, py: Path, env: dict[str, str], version: str) -> Path:
+    def wheel(self, py: Path, env: dict[str, str], version: str) -> tuple[Path, dict[str, str]]:
+        """The wheel scikit-build-core built, and the CMake defines it was built with."""
         defines = variants.fill(self.variant.cmake, self.values)
         # TVM bakes its version into a global compile definition; left to scikit-build-core it
         # would be the local version, which changes with every patch, so every object would
@@ -356,7 +357,6 @@ class SourceBuild:
         if z3:
             self.notes.append(z3)
         defines.update(self.launchers(cuda=False))
-        self.defines = defines
         tmp = self.build_dir / "wheel-out"
         shutil.rmtree(tmp, ignore_errors=True)
         cmd: list[str | Path] = [
@@ -372,9 +372,9 @@ class SourceBuild:
         built = sorted(tmp.glob("*.whl"))
         if len(built) != 1:
             raise SourceError(f"expected one wheel in {tmp}, found {[p.name for p in built]}")
-        return built[0]
+        return built[0], defines
 
-    def finish(self, built: Path, version: str) -> Path:
+    def finish(self, built: Path, version: str, defines: dict[str, str]) -> Path:
         with ui.step("auditwheel: the manylinux policy the wheel satisfies"):
             tag = platform.audit(
                 built,
@@ -404,7 +404,7 @@ class SourceBuild:
             mode="source",
             variant=self.variant.name,
             extra={
-                "build": {"cmake_defines": self.defines, "jobs": self.jobs},
+                "build": {"cmake_defines": defines, "jobs": self.jobs},
                 "toolchain": self.tools,
                 "notes": self.notes,
                 "platform": {"tag": tag.platform_tag, "glibc": tag.glibc},
@@ -467,8 +467,8 @@ class SourceBuild:
             env = self.env(py.parent, version)
             if self.variant.sidecar is not None:
                 self.sidecar(py.parent, env)
-            built = self.wheel(py, env, version)
-            wheel = self.finish(built, version)
+            built, defines = self.wheel(py, env, version)
+            wheel = self.finish(built, version, defines)
         with ui.step("linkage check (readelf)"):
             libs = self.check_linkage(wheel)
         with ui.step("install in a clean venv and import tvm"):
