@@ -134,6 +134,7 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
         chosen = [cases[i] for i in o.shard.take(list(cases))]
         ui.note(f"shard {o.shard}: {len(chosen)} of the run's {total} cases")
     pythons = {side: {"stock": pair.stock, "fork": pair.fork}[side] for side in o.sides}
+    commit = _commit(root)  # the code that runs the cases, as it is when they start
     start = time.monotonic()
     ran = conformance.run(chosen, pythons, out, config, jobs=o.jobs) if chosen else None
     results = ran.results if ran is not None else []
@@ -155,7 +156,7 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
         config=config.to_json(),
         shard=str(o.shard) if o.shard is not None else "",
         cases=total,
-        commit=_commit(root),
+        commit=commit,
         date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     return _write(results, header, out, start)
