@@ -74,6 +74,7 @@ def sections(folder: Path, doc_dir: Path) -> list[tuple[str, str]]:
 def merge_into(doc: str, new: list[tuple[str, str]]) -> str:
     """`doc` with each new section in place of the one of the same key, else first."""
     body = doc[len(HEAD) :] if doc.startswith(HEAD) else doc
+    first = ""
     for key, text in new:
         mark = MARK.format(key=key)
         if mark in body:
@@ -81,8 +82,8 @@ def merge_into(doc: str, new: list[tuple[str, str]]) -> str:
             end = body.index(END, start) + len(END) + 1
             body = body[:start] + text + body[end:]
         else:
-            body = text + body
-    return HEAD + body
+            first += text
+    return HEAD + first + body
 
 
 def main(argv: list[str] | None = None) -> int:
