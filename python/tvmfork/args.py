@@ -194,7 +194,8 @@ def parser() -> argparse.ArgumentParser:
         help="suites of real models and ONNX conformance cases, stock vs fork: no regressions",
         description="Run conformance suites on stock TVM and on the fork, each case isolated "
         "in a worker process with a time limit; report each side's stage reached, errors and "
-        "times, and exit 8 when a case that works on stock fails on the fork.",
+        "times, and exit 8 when a case that works on stock fails on the fork, or the fork "
+        "gives a wrong result.",
     )
     cf.add_argument(
         "suites",

@@ -164,8 +164,13 @@ def cmd_conformance(ctx: Ctx) -> int:
     opts = options.from_args(ctx.args)
     outcome = command.run(opts, ctx.settings, ctx.lock(), ctx.series(), ctx.root)
     print("\n".join(outcome.lines))
+    problems = []
     if outcome.regressions:
-        raise VerifyError(f"{len(outcome.regressions)} case(s) work on stock and not on the fork")
+        problems.append(f"{len(outcome.regressions)} case(s) work on stock and not on the fork")
+    if outcome.wrong:
+        problems.append(f"{len(outcome.wrong)} case(s) give a wrong result on the fork")
+    if problems:
+        raise VerifyError("; ".join(problems))
     return 0
 
 

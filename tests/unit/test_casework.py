@@ -29,7 +29,18 @@ def test_compare_checks_count_shape_dtype_then_values() -> None:
     assert "relative max error 0.2" in problem and worst == pytest.approx(0.2)
     nan = a.copy()
     nan[0, 0] = np.nan
-    assert "non-finite" in compare([nan], [a], 0, 0, 1e-3)[0]  # NaN is wrong, never close
+    assert "NaN at 1 element(s)" in compare([nan], [a], 0, 0, 1e-3)[0]  # NaN is never close
+    assert compare([nan], [nan.copy()], 0, 0, 1e-3)[0] == ""  # where the reference has it
+    inf = np.array([np.inf, -np.inf, np.nan])
+    swapped = np.array([-np.inf, np.inf, np.nan])
+    for mode in ((1e-3, 1e-5, 0.0), (0, 0, 1e-3)):  # infinities by sign, in both modes
+        assert "+inf" in compare([swapped], [inf], *mode)[0]
+        assert compare([inf.copy()], [inf], *mode)[0] == ""  # all non-finite: still compared
+    # integers exactly: an index off by one is wrong even where its size is within rtol
+    idx = np.array([1000, 7], dtype="int64")
+    off_by_one = np.array([1001, 7], dtype="int64")
+    assert "values differ (1 of 2)" in compare([off_by_one], [idx], 1e-3, 1e-5, 0.0)[0]
+    assert "values differ" in compare([off_by_one], [idx], 0, 0, 1e-2)[0]
 
     class Tensor:  # a runtime tensor: leaves takes what .numpy() gives
         def __init__(self, x: object) -> None:

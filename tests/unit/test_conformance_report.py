@@ -134,3 +134,18 @@ def test_the_header_names_each_sides_tvm_and_flags_a_venv_that_imports_another(
     _, md = report.write(RESULTS, tmp_path, header=header)
     assert report.load_header(tmp_path) == header
     assert fork_line in md.read_text()
+
+
+def test_a_wrong_result_on_the_fork_is_named_whatever_stock_did() -> None:
+    """A wrong number on the fork blocks like a regression, also where stock was wrong too or
+    stopped with an error; a wrong number on stock alone does not."""
+    results = [
+        Result("s", "both", "stock", "wrong", "numerics"),
+        Result("s", "both", "fork", "wrong", "numerics", "output 0: NaN at 1 element(s)"),
+        Result("s", "became", "stock", "error", "import"),
+        Result("s", "became", "fork", "wrong", "numerics"),
+        Result("s", "fixed", "stock", "wrong", "numerics"),
+        Result("s", "fixed", "fork", "ok", "ok"),
+    ]
+    assert [r.case for r in report.fork_wrong(results)] == ["both", "became"]
+    assert report.regressions(results) == []

@@ -24,8 +24,12 @@ from tvmfork.wheel import build
 
 @dataclass
 class Outcome:
+    """What the run printed, and what blocks a release: regressions (ok on stock, not on the
+    fork) and wrong results on the fork (a silent wrong number, whatever stock did)."""
+
     lines: list[str]
     regressions: list[report.Row]
+    wrong: list[report.Row]
 
 
 def emulated_devices(
@@ -184,4 +188,8 @@ def _write(results: list[Result], header: report.Header, out: Path, start: float
     for r in bad:
         assert r.stock is not None and r.fork is not None
         lines.append(f"REGRESSION {r.suite}/{r.case}: fork {report.word(r.fork)}: {r.fork.error}")
-    return Outcome(lines, bad)
+    wrong = report.fork_wrong(results)
+    for r in wrong:
+        assert r.fork is not None
+        lines.append(f"WRONG on the fork {r.suite}/{r.case}: {r.fork.error}")
+    return Outcome(lines, bad, wrong)

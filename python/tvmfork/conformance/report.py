@@ -1,7 +1,8 @@
 """Conformance results: verdicts (regression, fix), JSON lines, a Markdown table, summaries.
 
 A regression is a case that is ok on stock and not ok on the fork; a fix, the reverse. Both
-are reported by name, and any regression makes `tvmfork conformance` exit non-zero.
+are reported by name; any regression, and any wrong result on the fork, makes `tvmfork
+conformance` exit non-zero.
 
 A report folder holds `results.jsonl` (a record per case and side, each naming the TVM
 version its side's worker imported and that side's wheel), `run.json` (the `Header`: what
@@ -126,6 +127,13 @@ def summary(results: list[Result]) -> list[str]:
 
 def regressions(results: list[Result]) -> list[Row]:
     return [r for r in rows(results) if r.verdict == "REGRESSION"]
+
+
+def fork_wrong(results: list[Result]) -> list[Row]:
+    """The cases whose result on the fork is a wrong number: they block a release as a
+    regression does, whatever stock gave (a wrong number where stock stopped with an error is
+    worse than the error)."""
+    return [r for r in rows(results) if r.fork is not None and r.fork.status == "wrong"]
 
 
 def _num(r: Result | None, key: str, fmt: str) -> str:

@@ -35,12 +35,32 @@ def leaves(value: Any) -> list[Any]:
         return [np.asarray(value)]
 
 
+def nonfinite(got: Any, want: Any) -> str:
+    """Where the two differ in non-finite values, by kind: NaN, +inf and -inf each exactly
+    where the reference has them ("" when they agree). A reference of non-finite values only
+    is compared so too."""
+    import numpy as np
+
+    kinds = (("NaN", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf))
+    for name, test in kinds:
+        g, w = test(got), test(want)
+        if not np.array_equal(g, w):
+            return (
+                f"{name} at {int((g & ~w).sum())} element(s) where the reference has none, "
+                f"missing at {int((w & ~g).sum())} where it has one"
+            )
+    return ""
+
+
 def compare(
     got: list[Any], want: list[Any], rtol: float, atol: float, rel_max: float
 ) -> tuple[str, float]:
     """('', worst relative error) when `got` matches `want` (else the problem, first): count,
-    shape, dtype, then values, as ONNX's runner checks them. `rel_max` > 0 compares
-    max|got - want| / max|want| instead of rtol/atol (models with random weights)."""
+    shape, dtype, then values. Integers, bools and strings must be equal; floats must have
+    their NaN and infinities where the reference has them, by kind, and their finite values
+    within `rtol`/`atol`, or, where `rel_max` > 0, max|got - want| / max|want| <= rel_max over
+    the finite values (models with random weights, whose element-wise rtol fails on near-zero
+    sums)."""
     import numpy as np
 
     if len(got) != len(want):
@@ -52,17 +72,19 @@ def compare(
             return f"output {i}: shape {g.shape}, expected {w.shape}", worst
         if str(g.dtype) != str(w.dtype):
             return f"output {i}: dtype {g.dtype}, expected {w.dtype}", worst
-        if w.dtype == object or w.dtype.kind in "bUS":
+        if w.dtype == object or w.dtype.kind in "biuUS":  # exact: an index is right or wrong
             if not np.array_equal(g, w):
                 return f"output {i}: values differ ({int((g != w).sum())} of {w.size})", worst
             continue
         gf, wf = g.astype(np.float64), w.astype(np.float64)
+        problem = nonfinite(gf, wf)
+        if problem:
+            return f"output {i}: {problem}", worst
+        finite = np.isfinite(wf)
+        gf, wf = gf[finite], wf[finite]
         if rel_max > 0:
-            finite = np.isfinite(wf)
-            if not np.array_equal(finite, np.isfinite(gf)):
-                return f"output {i}: non-finite values where the reference has finite ones", worst
-            scale = float(np.abs(wf[finite]).max()) if finite.any() else 0.0
-            err = float(np.abs(gf - wf)[finite].max()) if finite.any() else 0.0
+            scale = float(np.abs(wf).max()) if wf.size else 0.0
+            err = float(np.abs(gf - wf).max()) if wf.size else 0.0
             rel = err / scale if scale > 0 else err
             worst = max(worst, rel)
             if not rel <= rel_max:
@@ -75,6 +97,3 @@ def compare(
             detail = "; ".join(ln for ln in lines if ln.startswith(("Mismatched", "Max")))
             return f"output {i}: {detail or 'values differ'}", worst
     return "", worst
-
-
-# "portable": every kernel for each x86-64 level, the best the running CPU supports called
