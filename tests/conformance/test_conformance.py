@@ -43,6 +43,7 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         ("transformers", "falcon"),  # x[..., [-2], :] (NaN on stock once imported)
         ("transformers", "mixtral"),  # histc, grouped matmul
         ("transformers", "bert-dynamic"),  # dynamic sequence length, 1 to 40 tokens
+        ("transformers", "llama-nocache"),  # use_cache=False: a scan of a bool mask
         ("transformers-onnx", "falcon"),  # GatherND with -2 (NaN on stock)
     ]:
         sides = by[(suite, case)]

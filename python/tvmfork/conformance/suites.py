@@ -91,7 +91,8 @@ CI_NODE = [
 CI_MODELS = ["squeezenet1_1", "mobilenet_v3_small", "swin_t"]
 # transformers cases the series fixed: boolean masks (llama), negative indices (falcon, on both
 # routes), MoE routing (mixtral), a dynamic sequence length (bert-dynamic), generation through
-# the static-cache export (llama-generate, gpt2-generate), integer true division (deberta-v3)
+# the static-cache export (llama-generate, gpt2-generate), integer true division (deberta-v3),
+# a decoder LM called without a cache (llama-nocache: transformers' scan of a bool mask)
 CI_TRANSFORMERS = [
     "llama",
     "falcon",
@@ -100,6 +101,7 @@ CI_TRANSFORMERS = [
     "deberta-v3",
     "llama-generate",
     "gpt2-generate",
+    "llama-nocache",
 ]
 CI_TRANSFORMERS_ONNX = ["falcon"]
 # `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and

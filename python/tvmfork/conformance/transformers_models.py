@@ -70,16 +70,24 @@ SAMPLES = 4000  # audio samples of the example input (a quarter second at 16 kHz
 
 
 class Wrapped(torch.nn.Module):  # type: ignore[misc]
-    """The model called with its named inputs, returning one output (by attribute name)."""
+    """The model called with its named inputs (and `call`'s fixed keyword arguments, such as
+    use_cache=False), returning one output (by attribute name)."""
 
-    def __init__(self, model: torch.nn.Module, names: tuple[str, ...], output: str) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        names: tuple[str, ...],
+        output: str,
+        call: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.model = model
         self.names = names
         self.output = output
+        self.call = call or {}
 
     def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        out = self.model(**dict(zip(self.names, args, strict=True)))
+        out = self.model(**dict(zip(self.names, args, strict=True)), **self.call)
         value: torch.Tensor = getattr(out, self.output)
         return value
 
@@ -90,8 +98,9 @@ def _ids(n: int = SEQ, vocab: int = VOCAB) -> torch.Tensor:
 
 class Make:
     """A case's constructor: `make()` builds (wrapped model, inputs) from the config;
-    `with_config(**over)` is the same case with some config keys changed. (A plain class: the
-    worker imports this file by path, outside sys.modules, where a dataclass cannot be made.)"""
+    `with_config(**over)` is the same case with some config keys changed, `calling(**kw)` the
+    same model called with more keyword arguments. (A plain class: the worker imports this
+    file by path, outside sys.modules, where a dataclass cannot be made.)"""
 
     def __init__(
         self,
@@ -100,9 +109,10 @@ class Make:
         config: dict[str, Any],
         inputs: Callable[[], dict[str, torch.Tensor]],
         output: str,
+        call: dict[str, Any] | None = None,
     ) -> None:
         self.model_type, self.auto, self.config = model_type, auto, config
-        self.inputs, self.output = inputs, output
+        self.inputs, self.output, self.call = inputs, output, call or {}
 
     def __call__(self) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         import transformers
@@ -112,10 +122,15 @@ class Make:
         # SDPA attention where the architecture has it (transformers' default)
         model = cls.from_config(cfg) if self.auto.startswith("Auto") else cls(cfg)
         feed = self.inputs()
-        return Wrapped(model.eval(), tuple(feed), self.output), tuple(feed.values())
+        return Wrapped(model.eval(), tuple(feed), self.output, self.call), tuple(feed.values())
 
     def with_config(self, **over: Any) -> Make:
-        return Make(self.model_type, self.auto, {**self.config, **over}, self.inputs, self.output)
+        config = {**self.config, **over}
+        return Make(self.model_type, self.auto, config, self.inputs, self.output, self.call)
+
+    def calling(self, **kw: Any) -> Make:
+        call = {**self.call, **kw}
+        return Make(self.model_type, self.auto, self.config, self.inputs, self.output, call)
 
 
 def _lm(model_type: str, config: dict[str, Any]) -> Callable[..., Any]:
@@ -495,6 +510,16 @@ GENERATE = {
     if isinstance(make, Make)
 }
 CASES.update(GENERATE)
+
+# Each decoder LM called as for scoring or perplexity, `model(input_ids, use_cache=False)`:
+# no cache and no mask, so that transformers looks for packed sequences in the positions
+# (`(position_ids.diff(dim=-1) != 1).cumsum(-1)`, a scan of a bool tensor)
+NOCACHE = {
+    f"{name}-nocache": make.calling(use_cache=False)
+    for name, make in DECODER_LMS.items()
+    if isinstance(make, Make)
+}
+CASES.update(NOCACHE)
 FAMILY = {
     name: family
     for family, table in (
@@ -506,6 +531,7 @@ FAMILY = {
         ("state space", STATE_SPACE),
         ("dynamic length", DYNAMIC),
         ("generation", GENERATE),
+        ("no cache", NOCACHE),
     )
     for name in table
 }
