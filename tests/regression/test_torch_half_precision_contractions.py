@@ -1,0 +1,75 @@
+"""Patch: linear layers, matmuls and convolutions of float16 and bfloat16 tensors keep their
+dtype, as in PyTorch.
+
+The importer gave every matmul, linear layer and convolution a float32 result, whatever its
+inputs: a model loaded in half precision (`from_pretrained(..., torch_dtype="auto")` gives
+bfloat16 or float16 for most checkpoints) stopped at import at its first bias add ("Binary
+operators must have the same datatype ... R.add(p_..._query_bias, lv28) uses datatype
+T.bfloat16 on the LHS"). On the fork those contractions give the inputs' dtype, as PyTorch's
+do (accumulating in float32): a float16 BERT runs in float16 and matches PyTorch at float16's
+precision, and a bfloat16 MLP in bfloat16.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tvm.relax.frontend.torch import from_exported_program
+
+from .hf import transformers
+from .relaxrun import run_llvm
+
+
+class Hidden(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        hidden: torch.Tensor = self.model(input_ids=ids).last_hidden_state
+        return hidden
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(32, 64)
+        self.down = torch.nn.Linear(64, 32)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.relu(self.up(x))) @ y
+
+
+def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    got, want = got.astype(np.float32), want.astype(np.float32)
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+def test_a_float16_bert_runs_in_float16() -> None:
+    hf = transformers()
+    cfg = hf.AutoConfig.for_model(
+        "bert", vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=128,
+    )  # fmt: skip
+    model = Hidden(hf.AutoModel.from_config(cfg).to(torch.float16)).eval()
+    ids = torch.randint(0, 256, (1, 16))
+    with torch.no_grad():
+        want = model(ids).numpy()
+        mod = from_exported_program(torch.export.export(model, (ids,)), keep_params_as_input=False)
+    got = run_llvm(mod, ids.numpy())
+    assert got.dtype == want.dtype == np.float16
+    assert _relative_error(got, want) <= 5e-3
+
+
+def test_a_bfloat16_mlp_runs_in_bfloat16() -> None:
+    model = Mlp().to(torch.bfloat16).eval()
+    x, y = torch.randn(8, 32, dtype=torch.bfloat16), torch.randn(32, 16, dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = model(x, y).float().numpy()
+        mod = from_exported_program(torch.export.export(model, (x, y)))
+    import ml_dtypes  # NumPy's bfloat16, as TVM returns it
+
+    args = [t.float().numpy().astype(ml_dtypes.bfloat16) for t in (x, y)]
+    got = run_llvm(mod, *args)
+    assert str(got.dtype) == "bfloat16"
+    assert _relative_error(got, want) <= 2e-2
