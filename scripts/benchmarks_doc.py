@@ -58,7 +58,7 @@ def sections(folder: Path, doc_dir: Path) -> list[tuple[str, str]]:
         if not table:
             continue
         key = f"{date}-{suite}-{commit}"
-        png = charts.draw(
+        png = report.chart(
             report.speed(rs), doc_dir / "charts" / f"{_slug(key)}.png", f"{suite}, {date}"
         )
         lines = [MARK.format(key=key), f"## {suite}, {date} (commit {commit})", ""]

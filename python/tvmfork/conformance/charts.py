@@ -6,40 +6,36 @@ without it there is no chart, and the caller says so."""
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
-
-from tvmfork.conformance.report import Speed, geomean
-
-SERIES = (
-    ("fork_per_torch", "fork / PyTorch eager"),
-    ("fork_per_ort", "fork / ONNX Runtime"),
-    ("fork_per_inductor", "fork / torch.compile"),
-)
 
 
 def available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def draw(speeds: list[Speed], path: Path, title: str) -> Path | None:
-    """A PNG of `speeds`' ratios at `path`; None when nothing is timed or matplotlib is not
-    installed."""
-    if not speeds or not available():
+def draw(
+    names: list[str], series: dict[str, list[float | None]], path: Path, title: str
+) -> Path | None:
+    """A PNG at `path` of a bar per name for each series (label -> one ratio per name, None
+    where there is none), with each series' geometric mean; None when there is nothing to
+    draw or matplotlib is not installed."""
+    shown = {label: v for label, v in series.items() if any(x for x in v)}
+    if not names or not shown or not available():
         return None
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
-    shown = [(key, label) for key, label in SERIES if any(getattr(s, key) for s in speeds)]
-    names = [s.case for s in speeds]
-    width = 0.8 / max(1, len(shown))
+    width = 0.8 / len(shown)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(names) + 2), 4.2), dpi=110)
-    for i, (key, label) in enumerate(shown):
-        values = [getattr(s, key) or 0.0 for s in speeds]
-        mean = geomean([v for v in values if v > 0])
+    for i, (label, ratios) in enumerate(shown.items()):
+        values = [v or 0.0 for v in ratios]
+        logs = [math.log(v) for v in values if v > 0]
+        mean = math.exp(sum(logs) / len(logs))
         xs = [j + (i - (len(shown) - 1) / 2) * width for j in range(len(names))]
-        ax.bar(xs, values, width, label=f"{label} (geometric mean {mean:.2f})" if mean else label)
+        ax.bar(xs, values, width, label=f"{label} (geometric mean {mean:.2f})")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("time ratio (below 1: the fork is faster)")

@@ -331,17 +331,30 @@ def write(
     return jsonl, md
 
 
+CHART_SERIES = (
+    ("fork_per_torch", "fork / PyTorch eager"),
+    ("fork_per_ort", "fork / ONNX Runtime"),
+    ("fork_per_inductor", "fork / torch.compile"),
+)
+
+
+def chart(timed: list[Speed], path: Path, title: str) -> Path | None:
+    """The speed table's ratios as a PNG at `path` (charts.draw); None without matplotlib."""
+    from tvmfork.conformance import charts
+
+    series = {label: [getattr(t, key) for t in timed] for key, label in CHART_SERIES}
+    return charts.draw([t.case for t in timed], series, path, title)
+
+
 def _chart(results: list[Result], out_dir: Path, context: str) -> str:
     """The speed chart (speed.png) for report.md, as a Markdown line; empty when nothing was
     timed."""
-    from tvmfork.conformance import charts  # matplotlib, only where something was timed
-
     timed = speed(results)
     if not timed:
         return ""
-    png = charts.draw(timed, out_dir / "speed.png", context)
+    png = chart(timed, out_dir / "speed.png", context)
     if png is None:
-        return "(no speed chart: matplotlib is not installed; `pip install tvmfork[charts]`)"
+        return "(no speed chart: matplotlib is not installed: `pip install tvmfork[charts]`)"
     return f"![fork's time over PyTorch, ONNX Runtime and torch.compile]({png.name})"
 
 
