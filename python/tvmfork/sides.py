@@ -45,6 +45,7 @@ class Sides:
     stock_only: dict[str, str]  # patches whose fork side cannot run, and why
     stock_wheel: Path
     fork_wheel: Path
+    sha256: dict[str, str]  # each side's wheel's, by side
 
     def wheels(self) -> dict[str, Path]:
         return {"stock": self.stock_wheel, "fork": self.fork_wheel}
@@ -72,7 +73,8 @@ def test_sides(
     stock_only: dict[str, str] = {}
     if against:
         base_wheel = stock.download(against, settings.cache_dir / "wheels" / "against")
-        ui.note(f"{base_wheel.name}: sha256 {stock.sha256_of(base_wheel)} (not in the lock)")
+        stock_sha = stock.sha256_of(base_wheel)
+        ui.note(f"{base_wheel.name}: sha256 {stock_sha} (not in the lock)")
         chosen, stock_only = overlay.applicable(series, base_wheel)
         with ui.step(f"overlay wheel from {base_wheel.name}"):
             res = overlay.build(lock, series, base_wheel, settings.out_dir / "against", only=chosen)
@@ -89,8 +91,10 @@ def test_sides(
             wheel, included = res.path, set(res.included)
         stock_reqs = [str(stock_path), stock_ffi]
         stock_name = _stock_venv(stock_wf.sha256)
-        stock_wheel = stock_path
-        fork_name = f"{FORK_VENV}-{stock.sha256_of(wheel)[:12]}" if fork_wheel else FORK_VENV
+        stock_wheel, stock_sha, fork_name = stock_path, stock_wf.sha256, FORK_VENV
+    fork_sha = stock.sha256_of(wheel)
+    if fork_wheel and not against:  # a given wheel: a venv of its own
+        fork_name = f"{FORK_VENV}-{fork_sha[:12]}"
     vroot = settings.cache_dir / "venvs"
     venvs.ensure(deps, reqs, python=settings.python)
     stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps)
@@ -99,6 +103,7 @@ def test_sides(
         [str(wheel)],
         python=settings.python,
         deps_venv=deps,
-        fingerprint=stock.sha256_of(wheel),
+        fingerprint=fork_sha,
     )
-    return Sides(stock_py, fork_py, included, stock_only, stock_wheel, wheel)
+    shas = {"stock": stock_sha, "fork": fork_sha}
+    return Sides(stock_py, fork_py, included, stock_only, stock_wheel, wheel, shas)

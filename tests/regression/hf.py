@@ -22,9 +22,8 @@ def transformers() -> Any:
     return hf
 
 
-def decoder_lm(name: str, **config: Any) -> Any:
-    """The conformance suite's decoder LM `name` (its small config, `config` keys changed),
-    built with random weights: the HF model itself, not the suite's wrapper."""
+def _table() -> Any:
+    """The conformance suite's table of transformers models (transformers_models.py)."""
     transformers()
     spec = importlib.util.spec_from_file_location(
         "transformers_models", CONFORMANCE / "transformers_models.py"
@@ -32,5 +31,17 @@ def decoder_lm(name: str, **config: Any) -> Any:
     assert spec is not None and spec.loader is not None
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
-    wrapped, _ = table.DECODER_LMS[name].with_config(**config)()
+    return table
+
+
+def decoder_lm(name: str, **config: Any) -> Any:
+    """The conformance suite's decoder LM `name` (its small config, `config` keys changed),
+    built with random weights: the HF model itself, not the suite's wrapper."""
+    wrapped, _ = _table().DECODER_LMS[name].with_config(**config)()
     return wrapped.model
+
+
+def on_ids(model: Any, output: str, **call: Any) -> Any:
+    """`model` as the suite wraps it: called on token ids (`model(input_ids=ids, **call)`),
+    returning the output named `output` (logits, last_hidden_state)."""
+    return _table().Wrapped(model, ("input_ids",), output, call).eval()

@@ -16,18 +16,8 @@ import numpy as np
 import torch
 from tvm.relax.frontend.torch import from_exported_program
 
-from .hf import transformers
+from .hf import on_ids, transformers
 from .relaxrun import run_llvm
-
-
-class Hidden(torch.nn.Module):
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        hidden: torch.Tensor = self.model(input_ids=ids).last_hidden_state
-        return hidden
 
 
 class Mlp(torch.nn.Module):
@@ -51,7 +41,7 @@ def test_a_float16_bert_runs_in_float16() -> None:
         "bert", vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=4, max_position_embeddings=128,
     )  # fmt: skip
-    model = Hidden(hf.AutoModel.from_config(cfg).to(torch.float16)).eval()
+    model = on_ids(hf.AutoModel.from_config(cfg).to(torch.float16), "last_hidden_state")
     ids = torch.randint(0, 256, (1, 16))
     with torch.no_grad():
         want = model(ids).numpy()

@@ -18,7 +18,7 @@ import pytest
 import torch
 from tvm.relax.frontend.torch import from_exported_program
 
-from .hf import decoder_lm
+from .hf import decoder_lm, on_ids
 from .relaxrun import run_llvm
 
 
@@ -52,21 +52,9 @@ def test_bool_and_integer_accumulations_are_int64_as_pytorch(op: str, dtype: tor
     np.testing.assert_array_equal(got, want)
 
 
-class Scored(torch.nn.Module):
-    """A decoder LM called as for scoring: no cache, no mask."""
-
-    def __init__(self, lm: torch.nn.Module) -> None:
-        super().__init__()
-        self.lm = lm
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.lm(input_ids=ids, use_cache=False).logits
-        return logits
-
-
 @pytest.mark.parametrize("name", ["llama", "qwen2", "gpt2"])
 def test_a_decoder_lm_called_without_a_cache(name: str) -> None:
-    model = Scored(decoder_lm(name)).eval()
+    model = on_ids(decoder_lm(name), "logits", use_cache=False)  # as for scoring: no mask
     ids = torch.randint(0, 256, (1, 12))
     with torch.no_grad():
         want = model(ids).numpy()

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from tvm.relax.frontend.torch import from_exported_program
 
-from .hf import transformers
+from .hf import on_ids, transformers
 from .relaxrun import run_llvm
 
 
@@ -23,16 +23,6 @@ class Route(torch.nn.Module):
         values, indices = torch.topk(x, 3, dim=-1, sorted=False)
         # the same k values and indices, whatever their order
         return torch.sort(values).values + 100 * torch.sort(indices).values
-
-
-class Logits(torch.nn.Module):
-    def __init__(self, lm: torch.nn.Module) -> None:
-        super().__init__()
-        self.lm = lm
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.lm(input_ids=ids).logits
-        return logits
 
 
 def test_the_k_largest_in_any_order() -> None:
@@ -53,7 +43,7 @@ def test_a_glm4_moe_decoder_routes_as_pytorch() -> None:
         num_key_value_heads=2, head_dim=16, n_routed_experts=8, num_experts_per_tok=2,
         n_group=2, topk_group=1, first_k_dense_replace=0, max_position_embeddings=128,
     )  # fmt: skip
-    model = Logits(hf.AutoModelForCausalLM.from_config(cfg)).eval()
+    model = on_ids(hf.AutoModelForCausalLM.from_config(cfg), "logits")
     ids = torch.randint(0, 256, (1, 12))
     with torch.no_grad():
         want = model(ids).numpy()

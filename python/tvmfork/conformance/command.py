@@ -150,7 +150,7 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
             "tvm": str(said.get("tvm", "")),
             "tvm_file": str(said.get("tvm_file", "")),
             "wheel": wheels[side].name,
-            "sha256": stock.sha256_of(wheels[side]),
+            "sha256": pair.sha256[side],
         }
     for r in results:  # each record names the TVM and the wheel it came from
         r.notes.update(tvm=named[r.side]["tvm"], wheel=named[r.side]["wheel"])

@@ -5,7 +5,7 @@ Namespace."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tvmfork.conformance import suites
@@ -45,33 +45,34 @@ class Options:
     """What a conformance run was asked for. `suites` are names of `suites.SUITES`;
     `patterns` the `-k` globs; `target` a name of `casework.targets.TARGETS` or a TVM target
     string; `report` the report folder (None: out/conformance); `wheel` the fork wheel to test
-    (None: the series' overlay); `merge` the shard reports to join instead of running."""
+    (None: the series' overlay); `merge` the shard reports to join instead of running. No
+    defaults here: the parser (args.py) holds them, and `from_args` sets every field."""
 
-    suites: list[str] = field(default_factory=lambda: ["ci"])
-    patterns: list[str] = field(default_factory=list)
-    onnx: list[Path] = field(default_factory=list)
-    torch_modules: list[Path] = field(default_factory=list)
-    hf: list[Path] = field(default_factory=list)
-    with_pkgs: list[str] = field(default_factory=list)
-    side: str = "both"
-    target: str = "llvm"
-    cuda_archs: str = "sm_80,sm_89,sm_90"
-    rpc_tracker: str | None = None
-    rpc_key: str | None = None
-    cross_cc: str | None = None
-    emulated: int | None = None
-    jobs: int = 1
-    timeout: float | None = None
-    reps: int = 5
-    bench: bool = True
-    ort: bool = False
-    inductor: bool = False
-    threads: int | None = None
-    report: Path | None = None
-    wheel: Path | None = None
-    stock_ffi: str = "apache-tvm-ffi==0.1.14.post1"
-    shard: Shard | None = None
-    merge: list[Path] = field(default_factory=list)
+    suites: list[str]
+    patterns: list[str]
+    onnx: list[Path]
+    torch_modules: list[Path]
+    hf: list[Path]
+    with_pkgs: list[str]
+    side: str
+    target: str
+    cuda_archs: str
+    rpc_tracker: str | None
+    rpc_key: str | None
+    cross_cc: str | None
+    emulated: int | None
+    jobs: int
+    timeout: float | None
+    reps: int
+    bench: bool
+    ort: bool
+    inductor: bool
+    threads: int | None
+    report: Path | None
+    wheel: Path | None
+    stock_ffi: str
+    shard: Shard | None
+    merge: list[Path]
 
     @property
     def sides(self) -> list[str]:
