@@ -312,6 +312,13 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         help="threads for TVM, PyTorch and ONNX Runtime alike (default: each its own)",
     )
+    cf.add_argument(
+        "--samples",
+        type=int,
+        default=3,
+        metavar="N",
+        help="opinfo: the first N sample inputs of each op in each dtype (default 3)",
+    )
     cf.add_argument("--report", help="report folder (default: out/conformance)")
     cf.add_argument(
         "--shard",

@@ -63,3 +63,37 @@ def test_a_bfloat16_mlp_runs_in_bfloat16() -> None:
     got = run_llvm(mod, *args)
     assert str(got.dtype) == "bfloat16"
     assert _relative_error(got, want) <= 2e-2
+
+
+class Dot(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x @ y
+
+
+def test_float16_products_accumulate_in_float32_as_pytorch() -> None:
+    # 4096 products of 0.1: in float16 a running sum stops growing near 256 (its spacing
+    # there is 0.25); PyTorch accumulates in float32 and rounds the sum once (409.5)
+    x, y = torch.ones(1, 4096, dtype=torch.float16), torch.full((4096, 1), 0.1, dtype=torch.float16)
+    with torch.no_grad():
+        want = Dot()(x, y).numpy()
+        mod = from_exported_program(torch.export.export(Dot(), (x, y)))
+    got = run_llvm(mod, x.numpy(), y.numpy())
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_matmuls_stay_integers() -> None:
+    # torch.bmm of int64 tensors is int64 (exact); the importer gave it a float32 result
+    x = torch.randint(-1000, 1000, (2, 3, 5))
+    y = torch.randint(-1000, 1000, (2, 5, 4))
+
+    class Bmm(torch.nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return torch.bmm(a, b) + torch.baddbmm(a @ b, a, b)
+
+    with torch.no_grad():
+        want = Bmm()(x, y).numpy()
+        mod = from_exported_program(torch.export.export(Bmm(), (x, y)))
+    got = run_llvm(mod, x.numpy(), y.numpy())
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)

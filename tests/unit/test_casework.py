@@ -66,3 +66,24 @@ def test_the_target_table_is_what_the_options_resolve() -> None:
     assert json.loads(targets.TARGETS["portable"].worker)["mcpu"] == ",".join(targets.X86_LEVELS)
     assert {t.runs for t in targets.TARGETS.values()} == {"here", "rpc", "assemble"}
     assert all(name in targets.describe() for name in targets.TARGETS)
+
+
+def test_opinfo_accepts_another_index_only_among_tied_values() -> None:
+    np = pytest.importorskip("numpy")
+    from tvmfork.conformance.casework.opinfo import tied_indices
+
+    x = np.array([[3.0, 1.0, 3.0], [2.0, 5.0, 4.0]])
+    want = [np.array([3.0, 5.0]), np.array([0, 1])]
+    # max(dim=1): row 0 ties at 0 and 2, so index 2 is as right as 0
+    tied = [np.array([3.0, 5.0]), np.array([2, 1])]
+    fixed = tied_indices("max.reduction_with_dim", x, (1,), {}, tied, want)
+    assert np.array_equal(fixed[1], want[1])
+    # an index at a smaller value is wrong, and stays so for `compare`
+    off = [np.array([3.0, 5.0]), np.array([1, 1])]
+    assert np.array_equal(tied_indices("max.reduction_with_dim", x, (1,), {}, off, want)[1], off[1])
+    # the dimension by keyword, negative; ops that return no indices are left alone
+    sort_want = [np.array([[1.0, 3.0, 3.0]]), np.array([[1, 0, 2]])]
+    sort_got = [sort_want[0], np.array([[1, 2, 0]])]
+    fixed = tied_indices("sort", x[:1], (), {"dim": -1}, sort_got, sort_want)
+    assert np.array_equal(fixed[1], sort_want[1])
+    assert tied_indices("add", x, (), {}, off, want) is off

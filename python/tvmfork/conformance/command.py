@@ -113,7 +113,10 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
         ui.note(remote.preflight(config.remote, pair.stock))
     timed = o.timed(remote=config.remote is not None, compile_only=bool(config.assemble))
     limits = suites.Limits(
-        reps=o.reps if timed else 0, ort=o.ort and timed, inductor=o.inductor and timed
+        reps=o.reps if timed else 0,
+        ort=o.ort and timed,
+        inductor=o.inductor and timed,
+        samples=o.samples,
     )
     if o.timeout:
         limits = dataclasses.replace(limits, node_timeout=o.timeout, model_timeout=o.timeout)

@@ -68,6 +68,7 @@ class Options:
     ort: bool
     inductor: bool
     threads: int | None
+    samples: int
     report: Path | None
     wheel: Path | None
     stock_ffi: str
@@ -95,6 +96,7 @@ def from_args(a: argparse.Namespace) -> Options:
     _count(a.threads, "--threads")
     _count(a.side_jobs, "--jobs")
     _count(a.emulated, "--emulated")
+    _count(a.samples, "--samples")
     report = Path(a.report) if a.report else None
     if report is not None and (report.suffix in (".md", ".jsonl", ".json") or report.is_file()):
         raise UsageError(
@@ -141,6 +143,7 @@ def from_args(a: argparse.Namespace) -> Options:
         ort=a.ort,
         inductor=a.inductor,
         threads=a.threads,
+        samples=a.samples,
         report=report.resolve() if report is not None else None,
         wheel=wheel,
         stock_ffi=a.stock_ffi,

@@ -11,6 +11,11 @@
   (`torch.onnx.export(..., dynamo=True)`) and imported with `from_onnx`, against ONNX Runtime.
 - `onnx-node`: ONNX's node conformance cases, generated into the cache from the generators
   the onnx wheel ships (`worker.py gen-onnx-node`); compared with their expected outputs.
+- `opinfo`: PyTorch's own op tests (`torch.testing._internal.common_methods_invocations.op_db`):
+  each op's first samples (`--samples N`, seeded) in each dtype it supports among float32,
+  float64, int64, bool, bfloat16 and float16, generated into the cache once per torch version
+  (`worker.py gen-opinfo`), each wrapped in a module through torch.export; compared with
+  eager at the dtype's precision (`casework.opinfo`).
 - `ci`: the subset `make test` runs: the node cases of the ops the series changes or
   schedules, a few small models (one of them the model a schedule rule once broke), and the
   transformers cases the series fixed.
@@ -26,6 +31,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from tvmfork import proc, ui
+from tvmfork.conformance.casework import opinfo as opinfo_module
 from tvmfork.conformance.casework.catalog import TORCH_MODULES, pick
+from tvmfork.conformance.casework.opinfo import TOLERANCES as OPINFO_TOLERANCES
 from tvmfork.conformance.casework.spec import Spec
 from tvmfork.conformance.runner import WORKER, CaseSpec
 from tvmfork.errors import ProcessError, UsageError
@@ -143,7 +151,8 @@ DEVICE_TRANSFORMERS = [
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-case time limits (seconds) and the timing runs of passing model cases."""
+    """Per-case time limits (seconds), the timing runs of passing model cases, and how many
+    samples of each op and dtype the opinfo suite takes."""
 
     node_timeout: float = 120.0
     model_timeout: float = 1200.0
@@ -151,6 +160,7 @@ class Limits:
     budget_s: float = 30.0
     ort: bool = False  # also time ONNX Runtime on each torch model (exported to ONNX)
     inductor: bool = False  # also time torch.compile (Inductor) on each torch model
+    samples: int = 3
 
     def torch_timing(self, route: str = "export") -> dict[str, Any]:
         """A torch case's timing fields of `Spec`: the anchors beside PyTorch eager are timed
@@ -258,6 +268,41 @@ def onnx_node(cache: Path, python: Path, limits: Limits, *patterns: list[str]) -
     ]
 
 
+def opinfo(cache: Path, python: Path, limits: Limits, *patterns: list[str]) -> list[CaseSpec]:
+    """PyTorch's op_db samples, generated once per torch version and sample count into the
+    cache."""
+    code = "import torch, json; print(json.dumps({'v': torch.__version__}))"
+    v = json.loads(proc.run([python, "-c", code]).stdout.strip().splitlines()[-1])["v"]
+    # keyed by what writes the samples too: a change to the generator writes them anew
+    made_by = hashlib.sha256(Path(opinfo_module.__file__).read_bytes()).hexdigest()[:8]
+    gen = cache / f"opinfo-{v}-{limits.samples}-{made_by}"
+    index = gen / "cases.json"
+    if not index.is_file():
+        with ui.step(
+            f"write torch {v}'s op_db samples ({limits.samples} per op and dtype) to {gen}"
+        ):
+            proc.run([python, WORKER, "gen-opinfo", gen, str(limits.samples)])
+    entries = json.loads(index.read_text())
+    chosen = set(pick([e["name"] for e in entries], *patterns))
+    return [
+        CaseSpec(
+            "opinfo",
+            e["name"],
+            Spec(
+                kind="opinfo",
+                name=e["op"],
+                data=e.get("sample", ""),
+                rtol=OPINFO_TOLERANCES[e["dtype"]][0],
+                atol=OPINFO_TOLERANCES[e["dtype"]][1],
+            ),
+            limits.node_timeout,
+            e.get("skip", ""),
+        )
+        for e in entries
+        if e["name"] in chosen
+    ]
+
+
 def onnx_dir(path: Path, limits: Limits, patterns: list[str]) -> list[CaseSpec]:
     """A user's ONNX models: a file, or a folder of NAME.onnx / NAME/model.onnx."""
     if not path.exists():
@@ -355,6 +400,10 @@ def _onnx_node(w: Where) -> list[CaseSpec]:
     return onnx_node(w.cache, w.python, w.limits, w.patterns)
 
 
+def _opinfo(w: Where) -> list[CaseSpec]:
+    return opinfo(w.cache, w.python, w.limits, w.patterns)
+
+
 def _device(w: Where) -> list[CaseSpec]:
     py, lim, pats = w.python, w.limits, w.patterns
     return [
@@ -393,6 +442,11 @@ SUITES: dict[str, Suite] = {
         _transformers_onnx,
     ),
     "onnx-node": Suite("ONNX's node conformance cases, from the onnx wheel", _onnx_node),
+    "opinfo": Suite(
+        "PyTorch's own op tests (op_db): each op's first samples (--samples) in each dtype it "
+        "supports, through torch.export",
+        _opinfo,
+    ),
     "ci": Suite(
         f"make test's subset: {len(CI_NODE)} groups of node cases of the ops the series "
         f"changes, {len(CI_MODELS)} torchvision models and the transformers cases it fixed",

@@ -19,8 +19,10 @@ of the compiled module assembled by nvcc (ptxas) for each architecture asked; `o
 compiled and assembled.
 
 `python worker.py gen-onnx-node DIR` writes ONNX's node conformance cases into DIR
-(`casework.onnx_cases`); `python worker.py list MODULE [--path DIR]` prints a suite module's
-case names (`--path`: the packages of `--with`, after the venv's own).
+(`casework.onnx_cases`); `python worker.py gen-opinfo DIR N` the first N samples of each op
+of PyTorch's op_db in each dtype (`casework.opinfo`); `python worker.py list MODULE
+[--path DIR]` prints a suite module's case names (`--path`: the packages of `--with`, after
+the venv's own).
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ from typing import Any
 
 try:  # imported as part of tvmfork (unit tests)
     from tvmfork.conformance.casework import case as casemod
-    from tvmfork.conformance.casework import onnx_cases
+    from tvmfork.conformance.casework import onnx_cases, opinfo
     from tvmfork.conformance.casework.backends import release_devices
     from tvmfork.conformance.casework.onnx_route import run_onnx
     from tvmfork.conformance.casework.spec import Message, RunConfig
     from tvmfork.conformance.casework.torch_route import load_module, run_torch
 except ImportError:  # run as a script inside a TVM venv: `casework` is beside this file
     from casework import case as casemod  # type: ignore[no-redef,unused-ignore]
-    from casework import onnx_cases  # type: ignore[no-redef,unused-ignore]
+    from casework import onnx_cases, opinfo  # type: ignore[no-redef,unused-ignore]
     from casework.backends import release_devices  # type: ignore[no-redef,unused-ignore]
     from casework.onnx_route import run_onnx  # type: ignore[no-redef,unused-ignore]
     from casework.spec import Message, RunConfig  # type: ignore[no-redef,unused-ignore]
@@ -57,7 +59,8 @@ def run_case(message: Message) -> dict[str, Any]:
     status, error = "ok", ""
     send({"stage": "load"})
     try:
-        (run_torch if case.spec.kind == "torch" else run_onnx)(case)
+        routes = {"torch": run_torch, "onnx": run_onnx, "opinfo": opinfo.run_opinfo}
+        routes[case.spec.kind](case)
     except casemod.CompileOnly:
         pass
     except casemod.CaseFailed as exc:
@@ -126,6 +129,8 @@ def main(argv: list[str]) -> int:
     sys.stdout = sys.stderr
     if argv[:1] == ["gen-onnx-node"]:
         return onnx_cases.gen_onnx_node(Path(argv[1]))
+    if argv[:1] == ["gen-opinfo"]:
+        return opinfo.gen_opinfo(Path(argv[1]), int(argv[2]))
     if argv[:1] == ["list"]:
         extra = argv[3] if argv[2:3] == ["--path"] else ""
         return list_module(argv[1], extra)

@@ -26,13 +26,26 @@ def leaves(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [x for v in value for x in leaves(v)]
     if hasattr(value, "detach"):  # torch
-        return [value.detach().numpy()]
+        return [to_numpy(value)]
     if hasattr(value, "numpy"):  # tvm.runtime.Tensor
         return [value.numpy()]
     try:  # tvm ffi Array / Shape
         return [x for v in list(value) for x in leaves(v)]
     except TypeError:
         return [np.asarray(value)]
+
+
+def to_numpy(x: Any) -> Any:
+    """A torch tensor as a numpy array of its dtype: bfloat16 as ml_dtypes' (which TVM's
+    tensors take and give), where numpy has none."""
+    import torch
+
+    x = x.detach()
+    if x.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return x.numpy()
 
 
 def nonfinite(got: Any, want: Any) -> str:

@@ -19,7 +19,8 @@ class Spec:
     folder (`hf`), through `route` "export" (torch.export, PyTorch the reference) or "onnx"
     (torch.onnx.export, ONNX Runtime the reference). `kind` "onnx": a model file (`model`),
     its inputs and outputs in `data` (a test_data_set folder) or random inputs against ONNX
-    Runtime.
+    Runtime. `kind` "opinfo": one sample of an op of PyTorch's op_db (`name` the op's
+    `NAME[.VARIANT]`, `data` the sample's file, `casework.opinfo`).
 
     Results compare element-wise within `rtol`/`atol`, and where `rel_max` is non-zero by the
     largest error relative to the largest value (random weights span magnitudes where an
@@ -44,8 +45,8 @@ class Spec:
     inductor: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in ("torch", "onnx"):
-            raise ValueError(f"case kind {self.kind!r}: torch or onnx")
+        if self.kind not in ("torch", "onnx", "opinfo"):
+            raise ValueError(f"case kind {self.kind!r}: torch, onnx or opinfo")
         if self.route not in ("export", "onnx"):
             raise ValueError(f"case route {self.route!r}: export or onnx")
 

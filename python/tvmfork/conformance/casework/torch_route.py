@@ -12,7 +12,7 @@ from typing import Any
 
 from .backends import Compiled, compile_case
 from .case import Case, CaseFailed, last_line
-from .compare import compare, leaves
+from .compare import compare, leaves, to_numpy
 from .onnx_route import ort_session, run_torch_onnx
 from .timing import interleaved
 
@@ -71,7 +71,7 @@ def run_torch(case: Case) -> None:
         return
     case.enter("run")
 
-    args = [vm.tensor(x.detach().numpy()) for x in inputs]
+    args = [vm.tensor(to_numpy(x)) for x in inputs]
     t = time.perf_counter()
     got = leaves(vm(*args))
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
@@ -142,7 +142,7 @@ def run_dynamic(
                 args = (*args[:i], resized(args[i], d, size), *args[i + 1 :])
         with torch.no_grad():
             want = leaves(model(*args))
-        tvm_args = [vm.tensor(x.detach().numpy()) for x in args]
+        tvm_args = [vm.tensor(to_numpy(x)) for x in args]
         got = leaves(vm(*tvm_args))
         case.enter("numerics")
         problem, rel = compare(got, want, 0, 0, case.spec.rel_max)

@@ -1,0 +1,278 @@
+"""PyTorch's own op tests as conformance cases: every op of
+`torch.testing._internal.common_methods_invocations.op_db`, its sample inputs (seeded, the
+first N), in each dtype the op supports on CPU among `DTYPES`.
+
+`gen_opinfo(DIR, N)` writes each sample once per torch version into the cache (`torch.save`
+of its input, args and kwargs) and an index, `cases.json`, as `onnx_cases` does for ONNX's
+node cases; a sample that cannot be a case (not serializable, random, a non-strided tensor)
+is listed with the reason as `skip`. `run_opinfo(case)` wraps the op in a module whose inputs
+are the sample's tensors (every other argument a constant), exports it with torch.export,
+imports, compiles and runs it, and compares with eager at the dtype's precision.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .backends import compile_case
+from .case import Case, CaseFailed
+from .compare import compare, leaves, to_numpy
+
+# the dtypes a case is made in, where the op supports them on CPU
+DTYPES = ("float32", "float64", "int64", "bool", "bfloat16", "float16")
+# (rtol, atol) per dtype of the case: PyTorch's own assert_close tolerances for float32 and
+# float64 widened to an order of a fused or reordered computation; the half precisions at
+# their precision (a few units in the last place, and an absolute floor for cancellation).
+# Integers and bools are compared exactly whatever these say.
+TOLERANCES = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-4, 1e-5),
+    "bfloat16": (1.6e-2, 1e-2),
+    "float16": (2e-3, 1e-3),
+    "int64": (0.0, 0.0),
+    "bool": (0.0, 0.0),
+}
+# ops whose outputs include indices into a dimension of the input, and where that dimension
+# is among (input, args, kwargs): the argument's position in args, its keyword, its default.
+# Among tied values any index is right (PyTorch itself does not promise which), so an index
+# that differs from eager's is accepted where it points at an equal value.
+INDEX_DIMS: dict[str, tuple[int, str, int | None]] = {
+    "sort": (0, "dim", -1),
+    "argsort": (0, "dim", -1),
+    "msort": (-1, "", 0),
+    "topk": (1, "dim", -1),
+    "max.reduction_with_dim": (0, "dim", None),
+    "min.reduction_with_dim": (0, "dim", None),
+    "argmax": (0, "dim", None),
+    "argmin": (0, "dim", None),
+    "kthvalue": (1, "dim", -1),
+    "median": (0, "dim", None),
+    "nanmedian": (0, "dim", None),
+    "mode": (0, "dim", -1),
+    "cummax": (0, "dim", None),
+    "cummin": (0, "dim", None),
+}
+
+
+def case_name(op: Any, dtype: str, index: int) -> str:
+    """`OP[.VARIANT].DTYPE.INDEX`, e.g. `nn.functional.selu.float32.0`."""
+    op_name = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+    return f"{op_name}.{dtype}.{index}"
+
+
+def op_key(op: Any) -> str:
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    return [x for x in tree_leaves(value) if isinstance(x, torch.Tensor)]
+
+
+def _why_not(op: Any, sample: Any) -> str:
+    """Why this sample cannot be a case ("" when it can)."""
+    import torch
+    from torch.utils._pytree import tree_leaves, tree_map
+
+    for leaf in tree_leaves((sample.input, sample.args, sample.kwargs)):
+        if isinstance(leaf, torch.Tensor) and leaf.layout != torch.strided:
+            return f"a {leaf.layout} tensor argument: only strided tensors are run"
+        if callable(leaf) and not isinstance(leaf, torch.Tensor):
+            return "an argument is a function"
+    if not _tensors(sample.input) and not _tensors((sample.args, sample.kwargs)):
+        return "no tensor argument"
+    # op_db's random ops reseed in `wrapper_set_seed` on each call: looked through here, so
+    # that two calls with other seeds show the randomness (no compiler reproduces torch's RNG)
+    scope = getattr(op.op, "__globals__", {})
+    seeded = scope.get("wrapper_set_seed")
+    try:
+        if seeded is not None:
+            scope["wrapper_set_seed"] = lambda fn, *args, **kwargs: fn(*args, **kwargs)
+        runs = []
+        for seed in (1, 2, 3, 4):  # on copies: an in-place op (exponential_) returns its input
+            x, args, kwargs = tree_map(
+                lambda v: v.clone() if isinstance(v, torch.Tensor) else v,
+                (sample.input, sample.args, sample.kwargs),
+            )
+            torch.manual_seed(seed)
+            with torch.no_grad():
+                runs.append(leaves(op.op(x, *args, **kwargs)))
+    except Exception as exc:
+        return f"eager PyTorch raises on it: {type(exc).__name__}"
+    finally:
+        if seeded is not None:
+            scope["wrapper_set_seed"] = seeded
+    differ = any(compare(run, runs[0], 0, 0, 0)[0] for run in runs[1:])
+    if differ or op.name.startswith(("empty", "new_empty")):
+        return "random or uninitialized output (eager runs with other seeds differ)"
+    return ""
+
+
+def gen_opinfo(out: Path, per_dtype: int) -> int:
+    """Writes the first `per_dtype` samples of every op in every dtype of DTYPES it supports on
+    CPU into `out`, and `out/cases.json` (name, op, dtype, sample file, or skip: why)."""
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    out.mkdir(parents=True, exist_ok=True)
+    cases: list[dict[str, Any]] = []
+    for op in op_db:
+        supported = {str(d).removeprefix("torch.") for d in op.supported_dtypes("cpu")}
+        for dtype in (d for d in DTYPES if d in supported):
+            torch.manual_seed(0)
+            try:
+                samples = op.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False)
+                taken = [s for _, s in zip(range(per_dtype), samples, strict=False)]
+            except Exception as exc:
+                name = case_name(op, dtype, 0)
+                why = f"its sample inputs raise: {type(exc).__name__}"
+                cases.append({"name": name, "op": op_key(op), "dtype": dtype, "skip": why})
+                continue
+            for i, sample in enumerate(taken):
+                entry = {"name": case_name(op, dtype, i), "op": op_key(op), "dtype": dtype}
+                why = _why_not(op, sample)
+                if not why:
+                    path = out / f"{entry['name']}.pt"
+                    try:
+                        torch.save(
+                            {"input": sample.input, "args": sample.args, "kwargs": sample.kwargs},
+                            path,
+                        )
+                        entry["sample"] = str(path)
+                    except Exception as exc:
+                        why = f"the sample cannot be saved: {type(exc).__name__}"
+                if why:
+                    entry["skip"] = why
+                cases.append(entry)
+    (out / "cases.json").write_text(json.dumps(cases, indent=1))
+    return 0
+
+
+_OPS: dict[str, Any] = {}
+
+
+def find_op(key: str) -> Any:
+    if not _OPS:
+        from torch.testing._internal.common_methods_invocations import op_db
+
+        _OPS.update({op_key(op): op for op in op_db})
+    if key not in _OPS:
+        raise CaseFailed(f"no op {key!r} in this torch's op_db")
+    return _OPS[key]
+
+
+def wrap(fn: Any, sample: dict[str, Any]) -> tuple[Any, tuple[Any, ...]]:
+    """A module calling `fn(input, *args, **kwargs)` whose inputs are the sample's tensors (in
+    pytree order); every other leaf is a constant of the program."""
+    import torch
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    flat, structure = tree_flatten((sample["input"], sample["args"], sample["kwargs"]))
+    where = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]
+
+    class Op(torch.nn.Module):  # type: ignore[misc]
+        def forward(self, *tensors: Any) -> Any:
+            values = list(flat)
+            for i, t in zip(where, tensors, strict=True):
+                values[i] = t
+            x, args, kwargs = tree_unflatten(values, structure)
+            return fn(x, *args, **kwargs)
+
+    return Op(), tuple(flat[i] for i in where)
+
+
+def python_scalars(result: Any, inputs: tuple[Any, ...]) -> list[Any]:
+    """Eager's result flattened to arrays, a Python number (`Tensor.item()`) as a 0-d array of
+    the tensor's dtype it came from (the program's output is that tensor's)."""
+    import numpy as np
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    first = to_numpy(inputs[0]).dtype if inputs else None
+    out = []
+    for leaf in tree_leaves(result):
+        if isinstance(leaf, torch.Tensor):
+            out.append(to_numpy(leaf))
+        elif isinstance(leaf, bool | int | float) and first is not None:
+            out.append(np.asarray(leaf).astype(first))
+        else:
+            out.extend(leaves(leaf))
+    return out
+
+
+def run_opinfo(case: Case) -> None:
+    """One sample of one op: eager against torch.export -> from_exported_program -> VM."""
+    import torch
+    from tvm.relax.frontend.torch import from_exported_program
+
+    spec = case.spec
+    op = find_op(spec.name)
+    sample = torch.load(spec.data, weights_only=False)
+    module, inputs = wrap(op.op, sample)
+    with torch.no_grad():
+        want = python_scalars(module(*[x.clone() for x in inputs]), inputs)
+    case.enter("export")
+    with torch.no_grad():
+        exported = torch.export.export(module, tuple(x.clone() for x in inputs))
+    case.enter("import")
+    mod = from_exported_program(exported)
+    vm = compile_case(mod, case)
+    case.enter("run")
+    args = [vm.tensor(to_numpy(x)) for x in inputs]
+    t = time.perf_counter()
+    got = leaves(vm(*args))
+    case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
+    case.enter("numerics")
+    x = sample["input"]
+    x = to_numpy(x) if isinstance(x, torch.Tensor) else None
+    got = tied_indices(spec.name, x, sample["args"], sample["kwargs"], got, want)
+    problem, case.info["rel_err"] = compare(got, want, spec.rtol, spec.atol, 0)
+    if problem:
+        raise CaseFailed(problem)
+
+
+def tied_indices(
+    key: str,
+    x: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    got: list[Any],
+    want: list[Any],
+) -> list[Any]:
+    """`got` with each index output of an INDEX_DIMS op replaced by eager's where both point at
+    equal values of the input `x` (numpy) along the op's dimension: among ties either index
+    is right. Everything else is left as it is, for `compare`."""
+    import numpy as np
+
+    if key not in INDEX_DIMS or x is None:
+        return got
+    pos, keyword, default = INDEX_DIMS[key]
+    dim = kwargs.get(keyword, args[pos] if 0 <= pos < len(args) else default)
+    if not isinstance(dim, int) and dim is not None:
+        return got
+    x = np.asarray(x).astype(np.float64)
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    if x.ndim == 0:
+        return got
+    dim %= x.ndim
+    fixed = list(got)
+    for i, (g, w) in enumerate(zip(got, want, strict=False)):
+        g, w = np.asarray(g), np.asarray(w)
+        if w.dtype != np.int64 or g.shape != w.shape or g.dtype != w.dtype:
+            continue
+        if g.ndim != x.ndim:  # a reduced dimension: compare along it kept
+            g, w = np.expand_dims(g, dim), np.expand_dims(w, dim)
+        if g.shape[:dim] + g.shape[dim + 1 :] != x.shape[:dim] + x.shape[dim + 1 :]:
+            continue
+        if g.min(initial=0) < -x.shape[dim] or g.max(initial=0) >= x.shape[dim]:
+            continue
+        a, b = np.take_along_axis(x, g, dim), np.take_along_axis(x, w, dim)
+        if np.array_equal(a, b, equal_nan=True):
+            fixed[i] = want[i]
+    return fixed
