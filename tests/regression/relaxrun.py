@@ -43,6 +43,19 @@ def run_llvm(
     return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
 
 
+def run_outputs(mod: tvm.IRModule, *args: np.ndarray) -> list[np.ndarray]:
+    """`main` of `mod` compiled for "llvm" on `args`: every output, flattened in order."""
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.runtime.tensor(a) for a in args])
+
+    def flat(value: object) -> list[np.ndarray]:
+        if isinstance(value, tvm.runtime.Tensor):
+            return [value.numpy()]
+        return [x for v in value for x in flat(v)]  # type: ignore[attr-defined]
+
+    return flat(out)
+
+
 def export_levels_and_host(
     model: torch.nn.Module, x: torch.Tensor, levels: str, out: Path
 ) -> dict[str, Path]:
