@@ -87,3 +87,17 @@ def test_opinfo_accepts_another_index_only_among_tied_values() -> None:
     fixed = tied_indices("sort", x[:1], (), {"dim": -1}, sort_got, sort_want)
     assert np.array_equal(fixed[1], sort_want[1])
     assert tied_indices("add", x, (), {}, off, want) is off
+
+
+def test_opinfo_compares_each_output_at_its_own_dtype() -> None:
+    np = pytest.importorskip("numpy")
+    from tvmfork.conformance.casework.opinfo import by_output_dtype
+
+    # a bool sample's float64 softmax: float64's tolerance, not the exactness of bools
+    want = [np.array([0.25, 0.0]), np.array([True, False])]
+    assert by_output_dtype([want[0] + 1e-17, want[1]], want) == ""
+    assert "output 1: values differ" in by_output_dtype([want[0], ~want[1]], want)
+    half = np.array([1.0, 2.0], dtype="float16")
+    assert by_output_dtype([half + np.float16(0.001)], [half]) == ""  # within float16's
+    assert "output 0" in by_output_dtype([half + np.float16(0.1)], [half])
+    assert "2 outputs, expected 1" in by_output_dtype([half, half], [half])
