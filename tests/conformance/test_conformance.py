@@ -49,6 +49,23 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         sides = by[(suite, case)]
         assert sides["fork"]["status"] == "ok", sides
         assert sides["stock"]["status"] != "ok", sides
+    # PyTorch's op tests of the ops the series fixes: wrong on stock, right on the fork
+    opinfo = [k for k in by if k[0] == "opinfo"]
+    assert len(opinfo) > 150, len(opinfo)
+    for case in (
+        "nn.functional.selu.float32.0",  # elu's scale
+        "clamp_min.int64.0",  # -2**63 on stock
+        "sort.bfloat16.0",  # bfloat16 read as another type
+        "isreal.float32.0",  # full_like's dtype
+        "nn.functional.avg_pool2d.float32.0",  # divisor_override
+    ):
+        sides = by[("opinfo", case)]
+        assert sides["stock"]["status"] == "wrong", sides
+        assert sides["fork"]["status"] == "ok", sides
+    # a random op is listed as not run, with the reason, on both sides
+    random = by[("opinfo", "bernoulli.float32.0")]
+    assert {s["status"] for s in random.values()} == {"not run"}, random
+    assert "random" in str(random["fork"]["error"]), random
     assert "0 regressions" in r.stdout
     # no silent wrong result: where the fork cannot compute ONNX's result it raises
     wrong = [k[1] for k in by if by[k]["fork"]["status"] == "wrong"]

@@ -17,8 +17,8 @@
   (`worker.py gen-opinfo`), each wrapped in a module through torch.export; compared with
   eager at the dtype's precision (`casework.opinfo`).
 - `ci`: the subset `make test` runs: the node cases of the ops the series changes or
-  schedules, a few small models (one of them the model a schedule rule once broke), and the
-  transformers cases the series fixed.
+  schedules, a few small models (one of them the model a schedule rule once broke), the
+  transformers cases the series fixed, and the op tests of the ops its torch-route patches fix.
 - `device`: the subset for a device reached through RPC (under emulation a model takes a
   minute): ci's node cases, 12 torchvision models and 16 transformers cases.
 - a user's HuggingFace model folder (`--hf`: config.json and weights), loaded with
@@ -111,6 +111,37 @@ CI_TRANSFORMERS = [
     "llama-nocache",
 ]
 CI_TRANSFORMERS_ONNX = ["falcon"]
+# PyTorch's op tests of the ops the series' torch-route patches fix (every dtype, --samples),
+# and one random op, which is listed as not run with the reason
+CI_OPINFO = [
+    "nn.functional.selu.*",
+    "clamp*",
+    "sort.*",
+    "argsort.*",
+    "msort.*",
+    "topk.*",
+    "isreal.*",
+    "isposinf.*",
+    "cumsum.*",
+    "sum.*",
+    "prod.*",
+    "amax.*",
+    "amin.*",
+    "min.reduction_with_dim.*",
+    "mm.*",
+    "bmm.*",
+    "baddbmm.*",
+    "addmm.*",
+    "nn.functional.avg_pool2d.*",
+    "nn.functional.max_pool2d.*",
+    "native_layer_norm.*",
+    "native_group_norm.*",
+    "select.*",
+    "linalg.vector_norm.*",
+    "full_like.*",
+    "ones_like.*",
+    "bernoulli.*",
+]
 # `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and
 # transformers of each kind: encoders, decoders (static, dynamic length, generation), MoE,
 # vision, speech
@@ -416,6 +447,7 @@ def _ci(w: Where) -> list[CaseSpec]:
         *torch_module(
             "transformers-onnx", TRANSFORMERS, py, ci, CI_TRANSFORMERS_ONNX, pats, route="onnx"
         ),
+        *opinfo(w.cache, py, ci, CI_OPINFO, pats),
     ]
 
 
@@ -443,7 +475,8 @@ SUITES: dict[str, Suite] = {
     ),
     "ci": Suite(
         f"make test's subset: {len(CI_NODE)} groups of node cases of the ops the series "
-        f"changes, {len(CI_MODELS)} torchvision models and the transformers cases it fixed",
+        f"changes, {len(CI_MODELS)} torchvision models, the transformers cases it fixed and "
+        f"PyTorch's op tests of {len(CI_OPINFO)} ops",
         _ci,
     ),
     "device": Suite(
