@@ -14,6 +14,7 @@ import re
 import signal
 import tempfile
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -227,8 +228,14 @@ def verify(
             rows.append(Row(p.name, tuple(tests), stock, None, reason))
             continue
         with ui.step(f"verify {p.name}: {' '.join(tests)}"):
-            stock = run_tests(stock_python, tests, repo_root, env, timeout)
-            fork = run_tests(fork_python, tests, repo_root, env, timeout)
+            # the two sides at once (separate venvs and processes): most of each is importing
+            # torch and TVM, which a second core halves
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                sides = [
+                    pool.submit(run_tests, python, tests, repo_root, env, timeout)
+                    for python in (stock_python, fork_python)
+                ]
+                stock, fork = (side.result() for side in sides)
         rows.append(Row(p.name, tuple(tests), stock, fork))
         ui.note(f"    stock: {stock.word}   fork: {fork.word}")
     return rows

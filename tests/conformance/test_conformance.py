@@ -51,7 +51,7 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         assert sides["stock"]["status"] != "ok", sides
     # PyTorch's op tests of the ops the series fixes: wrong on stock, right on the fork
     opinfo = [k for k in by if k[0] == "opinfo"]
-    assert len(opinfo) > 150, len(opinfo)
+    assert len(opinfo) > 100, len(opinfo)
     for case in (
         "nn.functional.selu.float32.0",  # elu's scale
         "clamp_min.int64.0",  # -2**63 on stock
