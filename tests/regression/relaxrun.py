@@ -56,6 +56,17 @@ def run_outputs(mod: tvm.IRModule, *args: np.ndarray) -> list[np.ndarray]:
     return flat(out)
 
 
+def eager_and_tvm(
+    model: torch.nn.Module, *args: torch.Tensor
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(TVM's outputs, PyTorch eager's) of `model` on `args`: exported with torch.export,
+    imported with from_exported_program, compiled for "llvm" (`run_outputs`)."""
+    with torch.no_grad():
+        want = [t.numpy() for t in model(*args)]
+        mod = from_exported_program(torch.export.export(model, args))
+    return run_outputs(mod, *[a.numpy() for a in args]), want
+
+
 def export_levels_and_host(
     model: torch.nn.Module, x: torch.Tensor, levels: str, out: Path
 ) -> dict[str, Path]:
