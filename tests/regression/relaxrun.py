@@ -60,11 +60,23 @@ def eager_and_tvm(
     model: torch.nn.Module, *args: torch.Tensor
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(TVM's outputs, PyTorch eager's) of `model` on `args`: exported with torch.export,
-    imported with from_exported_program, compiled for "llvm" (`run_outputs`)."""
+    imported with from_exported_program, compiled for "llvm" (`run_outputs`). A model's one
+    tensor is one output; a tuple or list of them, one each."""
     with torch.no_grad():
-        want = [t.numpy() for t in model(*args)]
+        out = model(*args)
+        want = [numpy_of(t) for t in ([out] if isinstance(out, torch.Tensor) else out)]
         mod = from_exported_program(torch.export.export(model, args))
-    return run_outputs(mod, *[a.numpy() for a in args]), want
+    return run_outputs(mod, *[numpy_of(a) for a in args]), want
+
+
+def numpy_of(x: torch.Tensor) -> np.ndarray:
+    """A torch tensor as numpy: bfloat16 as ml_dtypes' bfloat16, which TVM takes and gives."""
+    x = x.detach()
+    if x.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return x.numpy()
 
 
 def export_levels_and_host(

@@ -4,6 +4,9 @@
   `CASES` works the same way, `--torch-module`).
 - `transformers`: `transformers_models.py`, HuggingFace architectures built from small configs
   (random weights), through torch.export like the torchvision models.
+- `transformers-registry`: `transformers_registry.py`, every model type of transformers' Auto
+  registries (the venv's transformers) from its default config made small generically, called
+  the ways users call it (with and without the cache, a padded batch), float32 and bfloat16.
 - `transformers-bench`: `transformers_bench.py`, HuggingFace models at the published base
   sizes (BERT-base, ViT-B/16, ...) on the input sizes users run, for timing
   (`make bench-models`).
@@ -48,6 +51,7 @@ from tvmfork.errors import ProcessError, UsageError
 TORCHVISION = TORCH_MODULES["torchvision"]
 TRANSFORMERS = TORCH_MODULES["transformers"]
 TRANSFORMERS_BENCH = TORCH_MODULES["transformers-bench"]
+TRANSFORMERS_REGISTRY = TORCH_MODULES["transformers-registry"]
 # The node cases `ci` runs: ops the series' patches import, fold, lower or schedule (conv and
 # conv transpose, contractions, pooling, normalization, the elementwise ops the CPU rule keeps
 # scalar, casts it must not vectorize, the shape ops the ONNX folding patch evaluates).
@@ -111,6 +115,15 @@ CI_TRANSFORMERS = [
     "llama-nocache",
 ]
 CI_TRANSFORMERS_ONNX = ["falcon"]
+# transformers' registry, called as users call it: bfloat16 models with layer norms and a
+# cubed GELU (which the series builds), a padded batch, and an MoE whose router the suite
+# draws at random (afmoe: a zero gate ties every expert)
+CI_REGISTRY = [
+    "bert.mlm-padded.bfloat16",
+    "gpt2.lm-default.bfloat16",
+    "llama.lm-padded.bfloat16",
+    "afmoe.lm-nocache.float32",
+]
 # PyTorch's op tests of the ops the series' torch-route patches fix (every dtype, the first
 # sample of each), and one random op, which is listed as not run with the reason
 CI_OPINFO = [
@@ -416,6 +429,11 @@ def _transformers_bench(w: Where) -> list[CaseSpec]:
     return torch_module("transformers-bench", TRANSFORMERS_BENCH, w.python, w.limits, w.patterns)
 
 
+def _transformers_registry(w: Where) -> list[CaseSpec]:
+    suite = "transformers-registry"
+    return torch_module(suite, TRANSFORMERS_REGISTRY, w.python, w.limits, w.patterns)
+
+
 def _transformers_onnx(w: Where) -> list[CaseSpec]:
     suite = "transformers-onnx"
     return torch_module(suite, TRANSFORMERS, w.python, w.limits, w.patterns, route="onnx")
@@ -447,6 +465,9 @@ def _ci(w: Where) -> list[CaseSpec]:
         *torch_module(
             "transformers-onnx", TRANSFORMERS, py, ci, CI_TRANSFORMERS_ONNX, pats, route="onnx"
         ),
+        *torch_module(
+            "transformers-registry", TRANSFORMERS_REGISTRY, py, ci, CI_REGISTRY, pats
+        ),
         # the first sample of each op and dtype: make test's time is bounded (45 minutes)
         *opinfo(w.cache, py, dataclasses.replace(ci, samples=1), CI_OPINFO, pats),
     ]
@@ -464,6 +485,12 @@ SUITES: dict[str, Suite] = {
         "HuggingFace models at their published base sizes, for timing (make bench-models)",
         _transformers_bench,
     ),
+    "transformers-registry": Suite(
+        "every model type of transformers' Auto registries (causal, masked and seq2seq LMs, "
+        "image classifiers) from its default config made small, called with and without the "
+        "cache and on a padded batch, in float32 and bfloat16",
+        _transformers_registry,
+    ),
     "transformers-onnx": Suite(
         "the transformers models exported to ONNX as users export them, through from_onnx",
         _transformers_onnx,
@@ -476,8 +503,9 @@ SUITES: dict[str, Suite] = {
     ),
     "ci": Suite(
         f"make test's subset: {len(CI_NODE)} groups of node cases of the ops the series "
-        f"changes, {len(CI_MODELS)} torchvision models, the transformers cases it fixed and "
-        f"PyTorch's op tests of {len(CI_OPINFO)} ops",
+        f"changes, {len(CI_MODELS)} torchvision models, the transformers cases it fixed, "
+        f"{len(CI_REGISTRY)} of transformers' registry and PyTorch's op tests of "
+        f"{len(CI_OPINFO)} ops",
         _ci,
     ),
     "device": Suite(

@@ -12,6 +12,7 @@ TORCH_MODULES = {
     "torchvision": CONFORMANCE / "torchvision_models.py",
     "transformers": CONFORMANCE / "transformers_models.py",
     "transformers-bench": CONFORMANCE / "transformers_bench.py",
+    "transformers-registry": CONFORMANCE / "transformers_registry.py",
 }
 
 

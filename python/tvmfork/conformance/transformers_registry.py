@@ -1,0 +1,348 @@
+"""The `transformers-registry` conformance suite: every model type of transformers' Auto
+registries, called the ways users call it, in float32 and bfloat16.
+
+Unlike `transformers_models.py` (a hand-picked table with a config written for each), the
+cases here come from the registries of the transformers installed in the venv under test:
+each model type of `AutoModelForCausalLM`, `AutoModelForMaskedLM`, `AutoModelForSeq2SeqLM`
+and `AutoModelForImageClassification`, built from its default config made small generically
+(`shrink`: the size fields set small, per-layer lists cut to the layers kept, token ids kept
+inside the vocabulary), random weights (seeded by the worker), nothing downloaded.
+
+Case names are `TYPE.KIND-CALL.DTYPE` (KIND: lm, mlm, s2s, image):
+- causal LMs: `default` (`model(ids)`, transformers' own cache), `nocache`
+  (`model(ids, use_cache=False)`: scoring, perplexity) and `padded` (batch 2, the second row
+  right-padded, with its attention mask), each in float32 and bfloat16;
+- masked LMs and seq2seq LMs: `padded` (seq2seq: with decoder ids), float32 and bfloat16;
+- image classifiers: `default` (batch 2 of pixels), float32 and bfloat16.
+
+A type whose default config cannot be built small, or whose model torch.export refuses, is
+an error at its stage (`build` in the model's constructor, `export`), with the reason.
+Like the other suite files, the worker imports this file by path inside the venv under test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+SEQ = 12  # tokens of the example input
+VOCAB = 512
+IMAGE = 32  # pixels of the example images' side
+BATCH = 2
+PAD = 4  # padding tokens at the end of the second row of a padded batch
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+# config fields by meaning, and the small value each takes
+WIDTH = 64
+SMALL = {
+    # widths
+    **dict.fromkeys(
+        (
+            "hidden_size",
+            "d_model",
+            "n_embd",
+            "dim",
+            "embed_dim",
+            "model_dim",
+            "word_embed_proj_dim",
+            "embedding_size",
+            "projection_dim",
+            "text_embed_dim",
+        ),
+        WIDTH,
+    ),
+    # feed-forward widths
+    **dict.fromkeys(
+        (
+            "intermediate_size",
+            "ffn_dim",
+            "d_ff",
+            "n_inner",
+            "hidden_dim",
+            "encoder_ffn_dim",
+            "decoder_ffn_dim",
+            "ffn_hidden_size",
+            "mlp_dim",
+        ),
+        2 * WIDTH,
+    ),
+    **dict.fromkeys(
+        (
+            "moe_intermediate_size",
+            "shared_expert_intermediate_size",
+            "expert_intermediate_size",
+            "moe_ffn_hidden_size",
+        ),
+        WIDTH,
+    ),
+    # layers
+    **dict.fromkeys(
+        (
+            "num_hidden_layers",
+            "n_layer",
+            "n_layers",
+            "num_layers",
+            "encoder_layers",
+            "decoder_layers",
+            "num_decoder_layers",
+            "num_encoder_layers",
+        ),
+        2,
+    ),
+    # heads
+    **dict.fromkeys(
+        (
+            "num_attention_heads",
+            "n_head",
+            "n_heads",
+            "num_heads",
+            "encoder_attention_heads",
+            "decoder_attention_heads",
+        ),
+        4,
+    ),
+    **dict.fromkeys(("num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num"), 2),
+    **dict.fromkeys(("head_dim", "d_kv", "attention_head_dim", "kv_channels"), 16),
+    # multi-head latent attention (DeepSeek-V2/V3 style), its indexer, linear attention
+    **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "rotary_dim", "index_n_heads"), 8),
+    **dict.fromkeys(("v_head_dim", "index_head_dim", "linear_head_dim"), 16),
+    **dict.fromkeys(("kv_lora_rank", "q_lora_rank", "adapter_rank"), 32),
+    "linear_num_heads": 4,
+    # state-space layers
+    **dict.fromkeys(("mamba_d_head", "mamba_headdim"), 16),
+    **dict.fromkeys(("mamba_d_state", "state_size", "time_step_rank"), 16),
+    **dict.fromkeys(("mamba_n_groups", "n_groups", "mamba_ngroups"), 1),
+    "embedding_dim": WIDTH,
+    # experts
+    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"), 4),
+    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "top_k", "num_selected_experts"), 2),
+    **dict.fromkeys(("n_group", "topk_group"), 1),
+    # vocabulary and positions
+    "vocab_size": VOCAB,
+    **dict.fromkeys(
+        ("max_position_embeddings", "n_positions", "max_seq_len", "n_ctx", "seq_length"), 128
+    ),
+    # images
+    "image_size": IMAGE,
+}
+# per-layer fields made of layer indices (keep those of the kept layers)
+LAYER_INDEX_LISTS = ("mlp_only_layers", "full_attn_idxs", "attn_layer_indices")
+
+
+def _layers(config: Any) -> int | None:
+    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _kept(values: list[Any], count: int) -> list[Any]:
+    """A per-layer list cut to `count` layers, keeping the kinds it mixes: the first layer,
+    then the first of another kind (a full-attention layer beside sliding ones)."""
+    kept = [values[0]]
+    other = next((v for v in values[1:] if v != values[0]), None)
+    while len(kept) < count:
+        kept.append(other if other is not None and len(kept) == 1 else values[len(kept)])
+    return kept
+
+
+def shrink(config: Any) -> Any:
+    """`config` (a transformers PretrainedConfig, default values) made small: every field in
+    SMALL that it has set to its small value (never larger than it was), lists with one entry
+    per layer cut to the layers kept, token ids outside the smaller vocabulary brought inside
+    it, the same done to each sub-config."""
+    import transformers
+
+    before = _layers(config)
+    for key, small in SMALL.items():
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > small:
+            setattr(config, key, small)
+    after = _layers(config)
+    for key, value in list(vars(config).items()):
+        if isinstance(value, transformers.PretrainedConfig):
+            shrink(value)
+        elif isinstance(value, dict) and "model_type" in value:
+            sub = transformers.AutoConfig.for_model(**value)
+            setattr(config, key, shrink(sub))
+        elif (
+            isinstance(value, (list, tuple))
+            and before
+            and after
+            and len(value) == before
+            and before > after
+        ):
+            setattr(config, key, type(value)(_kept(list(value), after)))
+        elif key in LAYER_INDEX_LISTS and isinstance(value, (list, tuple)) and after:
+            setattr(config, key, type(value)(i for i in value if i < after))
+        elif key.endswith("_token_id") and isinstance(value, int) and value >= VOCAB:
+            setattr(config, key, VOCAB - 1 - (hash(key) % 8))
+    _consistent(config)
+    return config
+
+
+def _set(config: Any, key: str, value: Any) -> None:
+    if key in vars(config):
+        setattr(config, key, value)
+
+
+def _consistent(config: Any) -> None:
+    """The fields that derive from others made to agree with the small values: key/value
+    heads dividing the heads, a head width where the default leaves it to be derived, the
+    latent attention's query-key width, state-space heads spanning the expanded width."""
+    c = vars(config)
+    heads, kv = c.get("num_attention_heads"), c.get("num_key_value_heads")
+    latent = "kv_lora_rank" in c  # latent attention: every head its own keys and values
+    if isinstance(heads, int) and "num_key_value_heads" in c and (not kv or heads % kv or latent):
+        config.num_key_value_heads = heads
+    if c.get("head_dim", 0) is None and isinstance(heads, int):
+        config.head_dim = c.get("hidden_size", WIDTH) // heads
+    if isinstance(c.get("qk_rope_head_dim"), int):
+        _set(config, "qk_head_dim", c["qk_rope_head_dim"] + c.get("qk_nope_head_dim", 0))
+        _set(config, "head_dim", c["qk_rope_head_dim"])
+    hidden = c.get("hidden_size", WIDTH)
+    for n, d, e in (
+        ("num_heads", "head_dim", "expand"),
+        ("mamba_n_heads", "mamba_d_head", "mamba_expand"),
+        ("n_mamba_heads", "mamba_headdim", "mamba_expand"),
+    ):
+        if all(isinstance(c.get(k), (int, float)) for k in (n, d, e)):
+            setattr(config, n, int(c[e] * hidden) // c[d])
+
+
+def _text(config: Any) -> Any:
+    get = getattr(config, "get_text_config", None)
+    return get() if get else config
+
+
+class Called(torch.nn.Module):  # type: ignore[misc]
+    """The model called with its named inputs and fixed keyword arguments, returning its
+    logits."""
+
+    def __init__(self, model: torch.nn.Module, names: tuple[str, ...], call: dict[str, Any]):
+        super().__init__()
+        self.model = model
+        self.names = names
+        self.call = call
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        out = self.model(**dict(zip(self.names, args, strict=True)), **self.call)
+        logits: torch.Tensor = out.logits
+        return logits
+
+
+def _ids(config: Any, batch: int, n: int) -> torch.Tensor:
+    vocab = min(_text(config).vocab_size or VOCAB, VOCAB)
+    return torch.randint(0, vocab, (batch, n))
+
+
+def _padded(config: Any) -> dict[str, torch.Tensor]:
+    """A batch of two rows of token ids, the second right-padded (PAD pad tokens, masked)."""
+    ids = _ids(config, BATCH, SEQ)
+    mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
+    mask[1, SEQ - PAD :] = 0
+    pad = getattr(_text(config), "pad_token_id", None)
+    ids[1, SEQ - PAD :] = pad if isinstance(pad, int) and 0 <= pad < VOCAB else 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def _drawn(model: torch.nn.Module) -> None:
+    """Each weight matrix that a model's initializer left constant (a MoE router's gate that
+    starts at zero) drawn at random: a trained model's router has no such ties, and with one
+    every expert scores the same, top-k's choice among equals decides the output, and two
+    correct implementations disagree."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.numel() > 1 and bool((p == p.flatten()[0]).all()):
+                p.normal_(0.0, 0.02)
+
+
+class Case:
+    """One registry case: `auto` class, model type, how it is called, in which dtype. (A plain
+    class: the worker imports this file by path, where a dataclass cannot be made.)"""
+
+    def __init__(self, auto: str, model_type: str, call: str, dtype: str) -> None:
+        self.auto, self.model_type, self.call, self.dtype = auto, model_type, call, dtype
+
+    def config(self) -> Any:
+        import transformers
+
+        return shrink(transformers.AutoConfig.for_model(self.model_type))
+
+    def __call__(self) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+        import transformers
+
+        config = self.config()
+        model = getattr(transformers, self.auto).from_config(config).eval()
+        _drawn(model)
+        model = model.to(DTYPES[self.dtype])
+        call: dict[str, Any] = {}
+        if self.call == "default" and self.auto == "AutoModelForImageClassification":
+            vision = getattr(config, "vision_config", config)
+            channels = getattr(vision, "num_channels", 3)
+            size = getattr(vision, "image_size", IMAGE)
+            size = size if isinstance(size, int) else size[0]
+            pixels = torch.randn(BATCH, channels, size, size, dtype=DTYPES[self.dtype])
+            feed = {"pixel_values": pixels}
+        elif self.call == "padded":
+            feed = _padded(config)
+            if self.auto == "AutoModelForSeq2SeqLM":
+                feed["decoder_input_ids"] = _ids(config, BATCH, SEQ // 2)
+        else:
+            feed = {"input_ids": _ids(config, 1, SEQ)}
+            if self.call == "nocache":
+                call["use_cache"] = False
+        return Called(model, tuple(feed), call), tuple(feed.values())
+
+
+CALLS = {
+    "AutoModelForCausalLM": ("default", "nocache", "padded"),
+    "AutoModelForMaskedLM": ("padded",),
+    "AutoModelForSeq2SeqLM": ("padded",),
+    "AutoModelForImageClassification": ("default",),
+}
+# the case name's kind (a model type can be in several registries)
+KINDS = {
+    "AutoModelForCausalLM": "lm",
+    "AutoModelForMaskedLM": "mlm",
+    "AutoModelForSeq2SeqLM": "s2s",
+    "AutoModelForImageClassification": "image",
+}
+FAMILIES = {
+    "AutoModelForCausalLM": "causal LM",
+    "AutoModelForMaskedLM": "masked LM",
+    "AutoModelForSeq2SeqLM": "seq2seq LM",
+    "AutoModelForImageClassification": "image classification",
+}
+
+
+def registry() -> dict[str, list[str]]:
+    """The model types of each Auto class (transformers' own mapping names)."""
+    from transformers.models.auto import modeling_auto as auto
+
+    mappings = {
+        "AutoModelForCausalLM": auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        "AutoModelForMaskedLM": auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        "AutoModelForSeq2SeqLM": auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+        "AutoModelForImageClassification": auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
+    }
+    return {name: sorted(mapping) for name, mapping in mappings.items()}
+
+
+def _cases() -> tuple[dict[str, Callable[..., Any]], dict[str, str]]:
+    cases: dict[str, Callable[..., Any]] = {}
+    family: dict[str, str] = {}
+    for auto, types in registry().items():
+        for model_type in types:
+            for call in CALLS[auto]:
+                for dtype in DTYPES:
+                    name = f"{model_type}.{KINDS[auto]}-{call}.{dtype}"
+                    cases[name] = Case(auto, model_type, call, dtype)
+                    family[name] = FAMILIES[auto]
+    return cases, family
+
+
+CASES, FAMILY = _cases()
