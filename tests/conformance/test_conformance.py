@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tvmfork import settings
+from tvmfork.conformance.suites import CI_REGISTRY
 
 from .lane import by_case, conformance
 
@@ -49,6 +50,13 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         sides = by[(suite, case)]
         assert sides["fork"]["status"] == "ok", sides
         assert sides["stock"]["status"] != "ok", sides
+    # transformers' registry as users call it: every ci case matches on the fork; bfloat16
+    # models with layer norms or a cubed GELU do not build on stock
+    for case in CI_REGISTRY:
+        sides = by[("transformers-registry", case)]
+        assert sides["fork"]["status"] == "ok", sides
+    for case in ("bert.mlm-padded.bfloat16", "gpt2.lm-default.bfloat16"):
+        assert by[("transformers-registry", case)]["stock"]["status"] == "error", case
     # PyTorch's op tests of the ops the series fixes: wrong on stock, right on the fork
     opinfo = [k for k in by if k[0] == "opinfo"]
     assert len(opinfo) > 100, len(opinfo)
@@ -75,6 +83,50 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
 
 def _fork_python() -> Path:
     return settings.load(ROOT).cache_dir / "venvs" / "fork" / "bin" / "python"
+
+
+REGISTRY_CHECK = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import torchvision_shim
+torchvision_shim.load()
+import transformers
+import transformers_registry as R
+
+# names are unique per (registry, type, call, dtype): every Auto class's types are cases
+count = sum(len(t) * len(R.CALLS[a]) * len(R.DTYPES) for a, t in R.registry().items())
+assert len(R.CASES) == count > 1000, (len(R.CASES), count)
+# a default config made small: 2 layers, 64 wide, the vocabulary's ids inside it
+gemma = R.shrink(transformers.AutoConfig.for_model("gemma3_text"))
+assert (gemma.num_hidden_layers, gemma.hidden_size, gemma.vocab_size) == (2, 64, R.VOCAB)
+# a per-layer list keeps both kinds it mixes (5 sliding layers, then a full one)
+assert sorted(gemma.layer_types) == ["full_attention", "sliding_attention"], gemma.layer_types
+assert all(v < R.VOCAB for k, v in vars(gemma).items() if k.endswith("_token_id") and v)
+# latent attention: one key/value head per head, the query-key width rope + nope
+ds = R.shrink(transformers.AutoConfig.for_model("deepseek_v3"))
+assert ds.num_key_value_heads == ds.num_attention_heads
+assert ds.qk_head_dim == ds.qk_rope_head_dim + ds.qk_nope_head_dim
+# state-space heads span the expanded width
+m2 = R.shrink(transformers.AutoConfig.for_model("mamba2"))
+assert m2.num_heads * m2.head_dim == m2.expand * m2.hidden_size
+# afmoe's router gate starts at zero: the suite draws it, so experts do not tie
+model, _ = R.CASES["afmoe.lm-nocache.float32"]()
+gates = [p for n, p in model.named_parameters() if n.endswith("router.gate.weight")]
+assert gates and all(bool(g.abs().sum() > 0) for g in gates)
+print("registry ok")
+"""
+
+
+def test_registry_configs_are_small_and_consistent() -> None:
+    """`transformers_registry.shrink` on default configs (in the fork venv's transformers)."""
+    python = _fork_python()
+    if not python.exists():  # made by the first conformance or verify run
+        assert conformance("ci", "-k", "test_abs").returncode == 0
+    conf = ROOT / "python/tvmfork/conformance"
+    r = subprocess.run(
+        [str(python), "-c", REGISTRY_CHECK, str(conf)], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and "registry ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
 
 
 def test_user_suites_run_isolated(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ Like the other suite files, the worker imports this file by path inside the venv
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -223,6 +224,7 @@ class Called(torch.nn.Module):  # type: ignore[misc]
     logits."""
 
     def __init__(self, model: torch.nn.Module, names: tuple[str, ...], call: dict[str, Any]):
+        """`names`: the keyword of each positional input, in order (set once they are drawn)."""
         super().__init__()
         self.model = model
         self.names = names
@@ -272,30 +274,98 @@ class Case:
 
         return shrink(transformers.AutoConfig.for_model(self.model_type))
 
-    def __call__(self) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    def __call__(self) -> tuple[Any, ...]:
+        """(model, inputs), and for a half-precision case {"float32": the model in float32}
+        (torch_route.run_torch's options)."""
         import transformers
 
         config = self.config()
-        model = getattr(transformers, self.auto).from_config(config).eval()
+        # the registry's class (its first, where it names several: the Auto class's
+        # from_config fails on those when the config names no architecture)
+        names = registry_classes()[self.auto][self.model_type]
+        cls = getattr(transformers, names if isinstance(names, str) else names[0])
+        model = cls._from_config(config).eval()
         _drawn(model)
         model = model.to(DTYPES[self.dtype])
-        call: dict[str, Any] = {}
+        call = {"use_cache": False} if self.call == "nocache" else {}
+        called = Called(model, (), call)
+        if self.dtype == "float32":
+            feed = self.feed(config)
+            called.names = tuple(feed)
+            return called, tuple(feed.values())
+        # a half-precision model: its float32 computation (the same rounded weights) is the
+        # exact result its outputs are also held to, and tells near ties among top-k choices
+        wide = Called(copy.deepcopy(model).float(), (), call)
+        for _ in range(DRAWS):
+            feed = self.feed(config)
+            called.names = wide.names = tuple(feed)
+            inputs = tuple(feed.values())
+            if not near_tie(called, wide, inputs):
+                break
+        return called, inputs, {"float32": wide}
+
+    def feed(self, config: Any) -> dict[str, torch.Tensor]:
+        """The model's inputs, drawn from the seeded generator."""
         if self.call == "default" and self.auto == "AutoModelForImageClassification":
             vision = getattr(config, "vision_config", config)
             channels = getattr(vision, "num_channels", 3)
             size = getattr(vision, "image_size", IMAGE)
             size = size if isinstance(size, int) else size[0]
             pixels = torch.randn(BATCH, channels, size, size, dtype=DTYPES[self.dtype])
-            feed = {"pixel_values": pixels}
-        elif self.call == "padded":
+            return {"pixel_values": pixels}
+        if self.call == "padded":
             feed = _padded(config)
             if self.auto == "AutoModelForSeq2SeqLM":
                 feed["decoder_input_ids"] = _ids(config, BATCH, SEQ // 2)
-        else:
-            feed = {"input_ids": _ids(config, 1, SEQ)}
-            if self.call == "nocache":
-                call["use_cache"] = False
-        return Called(model, tuple(feed), call), tuple(feed.values())
+            return feed
+        return {"input_ids": _ids(config, 1, SEQ)}
+
+
+# Inputs drawn at most this many times to find some whose top-k choices are not near ties
+DRAWS = 8
+
+
+class _TopKInputs(torch.overrides.TorchFunctionMode):  # type: ignore[misc]
+    """Records the values and k of every top-k a model takes (MoE routers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[torch.Tensor, int]] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func in (torch.topk, torch.Tensor.topk):
+            k = args[1] if len(args) > 1 else kwargs["k"]
+            self.seen.append((args[0].detach().double(), int(k)))
+        return func(*args, **kwargs)
+
+
+def widened(inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """Floating-point inputs in float32 (for a model's float32 copy)."""
+    return tuple(x.float() if x.is_floating_point() else x for x in inputs)
+
+
+def _topk_inputs(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> Any:
+    with torch.no_grad(), _TopKInputs() as mode:
+        model(*inputs)
+    return mode.seen
+
+
+def near_tie(model: torch.nn.Module, wide: torch.nn.Module, inputs: Any) -> bool:
+    """Whether a half-precision model's top-k choices (an MoE router's experts) on `inputs`
+    are near ties: the k-th and (k+1)-th scores, as the same model in float32 computes them,
+    closer than twice the largest error of the half-precision scores. There any correct
+    half-precision run may choose either expert and the outputs of that token then differ
+    by the experts' difference, not by rounding (PyTorch promises no order among ties)."""
+    half, full = _topk_inputs(model, inputs), _topk_inputs(wide, widened(inputs))
+    for (h, k), (f, _) in zip(half, full, strict=False):
+        if h.shape != f.shape or f.shape[-1] <= k:
+            continue
+        err = float((h - f).abs().max())
+        top = f.topk(k + 1, dim=-1).values
+        if bool(((top[..., k - 1] - top[..., k]) <= 2 * err).any()):
+            return True
+    return False
 
 
 CALLS = {
@@ -319,17 +389,21 @@ FAMILIES = {
 }
 
 
-def registry() -> dict[str, list[str]]:
-    """The model types of each Auto class (transformers' own mapping names)."""
+def registry_classes() -> dict[str, Any]:
+    """Each Auto class's mapping: model type -> class name (or names)."""
     from transformers.models.auto import modeling_auto as auto
 
-    mappings = {
+    return {
         "AutoModelForCausalLM": auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         "AutoModelForMaskedLM": auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
         "AutoModelForSeq2SeqLM": auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
         "AutoModelForImageClassification": auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
     }
-    return {name: sorted(mapping) for name, mapping in mappings.items()}
+
+
+def registry() -> dict[str, list[str]]:
+    """The model types of each Auto class (transformers' own mapping names)."""
+    return {name: sorted(mapping) for name, mapping in registry_classes().items()}
 
 
 def _cases() -> tuple[dict[str, Callable[..., Any]], dict[str, str]]:

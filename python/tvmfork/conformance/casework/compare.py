@@ -118,3 +118,40 @@ def compare(
             detail = "; ".join(ln for ln in lines if ln.startswith(("Mismatched", "Max")))
             return f"output {i}: {detail or 'values differ'}", worst
     return "", worst
+
+
+def as_accurate(got: list[Any], want: list[Any], exact: list[Any]) -> tuple[str, dict[str, float]]:
+    """('' when it holds, else the problem; the errors) for half-precision outputs: each of
+    `got` as close to `exact` (the same model computed in float32) as PyTorch's `want` is, to
+    within twice PyTorch's error plus HALF_REL_MAX of the dtype (relative max errors). A
+    model whose half-precision run PyTorch itself computes 5% off exact (cpmant in bfloat16)
+    cannot be held to 5 steps of PyTorch's result; a wrong op still lands far beyond it."""
+    import numpy as np
+
+    errors: dict[str, float] = {}
+    if not len(got) == len(want) == len(exact):
+        return f"{len(got)} outputs, expected {len(want)}", errors
+    for i, (g, w, e) in enumerate(zip(got, want, exact, strict=True)):
+        g, w, e = np.asarray(g), np.asarray(w), np.asarray(e)
+        floor = HALF_REL_MAX.get(str(w.dtype))
+        if str(g.dtype) != str(w.dtype) or g.shape != w.shape:
+            return f"output {i}: {g.dtype} {g.shape}, expected {w.dtype} {w.shape}", errors
+        if floor is None or e.shape != w.shape:
+            return f"output {i}: no half-precision result to hold to float32's", errors
+        ef = e.astype(np.float64)
+        finite = np.isfinite(ef)
+        scale = float(np.abs(ef[finite]).max()) if finite.any() else 0.0
+        if not scale:
+            return f"output {i}: the float32 computation has no finite non-zero value", errors
+        ours = float(np.abs(g.astype(np.float64)[finite] - ef[finite]).max()) / scale
+        theirs = float(np.abs(w.astype(np.float64)[finite] - ef[finite]).max()) / scale
+        errors = {
+            "rel_err_vs_float32": max(errors.get("rel_err_vs_float32", 0.0), ours),
+            "torch_rel_err_vs_float32": max(errors.get("torch_rel_err_vs_float32", 0.0), theirs),
+        }
+        if not ours <= 2 * theirs + floor:
+            return (
+                f"output {i}: relative max error {ours:.3g} to the float32 computation, "
+                f"PyTorch's {theirs:.3g} (allowed: twice PyTorch's + {floor:g})"
+            ), errors
+    return "", errors

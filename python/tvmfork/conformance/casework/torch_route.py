@@ -12,7 +12,7 @@ from typing import Any
 
 from .backends import Compiled, compile_case
 from .case import Case, CaseFailed, last_line
-from .compare import compare, leaves, to_numpy
+from .compare import as_accurate, compare, leaves, to_numpy
 from .onnx_route import ort_session, run_torch_onnx
 from .timing import interleaved
 
@@ -36,9 +36,11 @@ def suite_module(path: str) -> Any:
 
 
 def run_torch(case: Case) -> None:
-    """A torch-module case: CASES[name]() gives (model, inputs), or (model, inputs, dynamic)
-    where `dynamic` exports some input dimensions as symbols and runs the one compiled
-    module at several sizes (`run_dynamic`)."""
+    """A torch-module case: CASES[name]() gives (model, inputs), or (model, inputs, options)
+    where options["dims"] exports some input dimensions as symbols and runs the one compiled
+    module at several sizes (`run_dynamic`), options["generate"] generates tokens
+    (`run_generate`), and options["float32"], the same model in float32, is the exact
+    computation a half-precision model's results are also held to (`compare.as_accurate`)."""
     import torch
     import torchvision_shim  # beside this file
     from tvm.relax.frontend.torch import from_exported_program
@@ -48,7 +50,9 @@ def run_torch(case: Case) -> None:
     torch.manual_seed(0)
     suite = suite_module(spec.module)
     made = suite.from_pretrained(spec.hf) if spec.hf else suite.CASES[spec.name]()
-    model, inputs, dynamic = (*made, None) if len(made) == 2 else made
+    model, inputs, options = (*made, {}) if len(made) == 2 else made
+    wide = options.pop("float32", None)
+    dynamic = options or None
     model = model.eval()
     inputs = tuple(inputs)
     if dynamic and "generate" in dynamic:
@@ -77,6 +81,13 @@ def run_torch(case: Case) -> None:
     case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
     case.enter("numerics")
     problem, case.info["rel_err"] = compare(got, want, 0, 0, spec.rel_max)
+    if problem and wide is not None:
+        # a half-precision model PyTorch itself computes far from exact: the fork's result
+        # must be as close to the float32 computation as PyTorch's is (times 2)
+        with torch.no_grad():
+            exact = leaves(wide.eval()(*[x.float() if x.is_floating_point() else x for x in inputs]))
+        problem, errors = as_accurate(got, want, exact)
+        case.info.update(errors)
     if problem:
         raise CaseFailed(problem)
     if spec.reps:
