@@ -74,6 +74,10 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
     random = by[("opinfo", "bernoulli.float32.0")]
     assert {s["status"] for s in random.values()} == {"not run"}, random
     assert "random" in str(random["fork"]["error"]), random
+    # a program torch.export refuses (torch.equal's Python bool) is not run, with the reason
+    refused = by[("opinfo", "equal.float32.0")]
+    assert {s["status"] for s in refused.values()} == {"not run"}, refused
+    assert "torch.export refuses" in str(refused["fork"]["error"]), refused
     assert "0 regressions" in r.stdout
     # no silent wrong result: where the fork cannot compute ONNX's result it raises
     wrong = [k[1] for k in by if by[k]["fork"]["status"] == "wrong"]

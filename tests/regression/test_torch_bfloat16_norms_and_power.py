@@ -1,10 +1,12 @@
-"""Patch: layer norms, instance norms and powers of bfloat16 tensors compute in float32.
+"""Patch: layer norms, instance norms, batch norms and powers of bfloat16 tensors compute in
+float32.
 
 TOPI's layer_norm and instance_norm accept float32 and float16 only, and TIR's `pow` has no
 bfloat16 form, so every bfloat16 model with a LayerNorm (BERT, ViT, GPT-2) or a tanh GELU
 (GPT-2's `x ** 3`) stopped at compile: "layer_norm: only support float32 and float16 for now",
-"power only applies to float". On the fork these ops compute in float32 and round to bfloat16
-once, as PyTorch does on CPU; the models match PyTorch's bfloat16 run at bfloat16's precision.
+"power only applies to float"; TOPI's batch_norm gave bfloat16 and float16 inputs a float32
+result. On the fork these ops compute in float32 and round to the input's dtype once, as
+PyTorch does on CPU; the models match PyTorch's bfloat16 run at bfloat16's precision.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ class Norms(torch.nn.Module):
         super().__init__()
         self.layer = torch.nn.LayerNorm(16)
         self.instance = torch.nn.InstanceNorm1d(4, affine=True)
+        self.batch = torch.nn.BatchNorm1d(4)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.layer(x), self.instance(x), x**3
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.layer(x), self.instance(x), self.batch(x), x**3
 
 
 def _relative(got: np.ndarray, want: np.ndarray) -> float:
@@ -37,14 +40,17 @@ def _relative(got: np.ndarray, want: np.ndarray) -> float:
 def test_bfloat16_norms_and_cubes_match_pytorch() -> None:
     torch.manual_seed(0)
     model = Norms().to(torch.bfloat16).eval()
-    with torch.no_grad():  # affine parameters that are not the identity
+    with torch.no_grad():  # affine parameters and statistics that are not the identity
         for p in model.parameters():
             p.normal_()
+        model.batch.running_mean.normal_()
+        model.batch.running_var.uniform_(0.5, 2.0)
     got, want = eager_and_tvm(model, torch.randn(2, 4, 16, dtype=torch.bfloat16))
     for g, w in zip(got, want, strict=True):
         assert str(g.dtype) == "bfloat16"
-        # PyTorch rounds a float32 result once: TVM's is within one step of it
-        assert _relative(g, w) <= BF16_STEP
+        # PyTorch rounds a float32 result once (batch norm's in another order): TVM's is
+        # within one bfloat16 step of the largest value, 2**-7 of it at most
+        assert _relative(g, w) <= 2 * BF16_STEP
 
 
 def _bert() -> torch.nn.Module:

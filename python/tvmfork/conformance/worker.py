@@ -63,6 +63,8 @@ def run_case(message: Message) -> dict[str, Any]:
         routes[case.spec.kind](case)
     except casemod.CompileOnly:
         pass
+    except casemod.NotRun as exc:
+        status, error = "not run", str(exc)
     except casemod.CaseFailed as exc:
         status, error = ("wrong" if case.stage == "numerics" else "error"), str(exc)
     except Exception as exc:

@@ -23,6 +23,11 @@ class CaseFailed(Exception):
     """The case stopped at its current stage with this message (not a harness error)."""
 
 
+class NotRun(Exception):  # not an error: the case cannot be a case, with the reason
+    """The case cannot be run as a case of its suite (PyTorch's own torch.export refuses the
+    sample's program): listed as not run with the reason, on both sides alike."""
+
+
 class CompileOnly(Exception):  # not an error: the end of a compile-only case
     """The case compiled and assembled on a compile-only target: it ends there, ok."""
 

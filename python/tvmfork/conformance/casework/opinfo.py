@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import compile_case
-from .case import Case, CaseFailed
+from .case import Case, CaseFailed, NotRun, export_reason
 from .compare import compare, leaves, to_numpy
 
 # the dtypes a case is made in, where the op supports them on CPU
@@ -217,8 +217,11 @@ def run_opinfo(case: Case) -> None:
     with torch.no_grad():
         want = python_scalars(module(*[x.clone() for x in inputs]), inputs)
     case.enter("export")
-    with torch.no_grad():
-        exported = torch.export.export(module, tuple(x.clone() for x in inputs))
+    try:
+        with torch.no_grad():
+            exported = torch.export.export(module, tuple(x.clone() for x in inputs))
+    except Exception as exc:  # PyTorch's own exporter, the same on both sides
+        raise NotRun(f"torch.export refuses it: {export_reason(exc)}") from exc
     case.enter("import")
     mod = from_exported_program(exported)
     vm = compile_case(mod, case)
