@@ -120,10 +120,14 @@ def compare(
     return "", worst
 
 
-def as_accurate(got: list[Any], want: list[Any], exact: list[Any]) -> tuple[str, dict[str, float]]:
+def as_accurate(
+    got: list[Any], want: list[Any], exact: list[Any], model_dtype: str
+) -> tuple[str, dict[str, float]]:
     """('' when it holds, else the problem; the errors) for half-precision outputs: each of
     `got` as close to `exact` (the same model computed in float32) as PyTorch's `want` is, to
-    within twice PyTorch's error plus HALF_REL_MAX of the dtype (relative max errors). A
+    within twice PyTorch's error plus HALF_REL_MAX of the output's dtype, or of the model's
+    (`model_dtype`) for a float32 output of a half-precision model (logits upcast), relative
+    max errors. A
     model whose half-precision run PyTorch itself computes 5% off exact (cpmant in bfloat16)
     cannot be held to 5 steps of PyTorch's result; a wrong op still lands far beyond it."""
     import numpy as np
@@ -133,7 +137,7 @@ def as_accurate(got: list[Any], want: list[Any], exact: list[Any]) -> tuple[str,
         return f"{len(got)} outputs, expected {len(want)}", errors
     for i, (g, w, e) in enumerate(zip(got, want, exact, strict=True)):
         g, w, e = np.asarray(g), np.asarray(w), np.asarray(e)
-        floor = HALF_REL_MAX.get(str(w.dtype))
+        floor = HALF_REL_MAX.get(str(w.dtype), HALF_REL_MAX.get(model_dtype))
         if str(g.dtype) != str(w.dtype) or g.shape != w.shape:
             return f"output {i}: {g.dtype} {g.shape}, expected {w.dtype} {w.shape}", errors
         if floor is None or e.shape != w.shape:

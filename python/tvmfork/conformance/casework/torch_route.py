@@ -86,7 +86,9 @@ def run_torch(case: Case) -> None:
         # must be as close to the float32 computation as PyTorch's is (times 2)
         with torch.no_grad():
             exact = leaves(wide.eval()(*[x.float() if x.is_floating_point() else x for x in inputs]))
-        problem, errors = as_accurate(got, want, exact)
+        floating = (p.dtype for p in model.parameters() if p.is_floating_point())
+        dtype = str(next(floating, torch.float32)).removeprefix("torch.")
+        problem, errors = as_accurate(got, want, exact, dtype)
         case.info.update(errors)
     if problem:
         raise CaseFailed(problem)
