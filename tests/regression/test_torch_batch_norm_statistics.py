@@ -22,7 +22,12 @@ class NativeBatchNorm(torch.nn.Module):
         self.running = running
 
     def forward(
-        self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, mean: torch.Tensor, var: torch.Tensor
+        self,
+        x: torch.Tensor,
+        w: torch.Tensor,
+        b: torch.Tensor,
+        mean: torch.Tensor,
+        var: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if not self.running:
             return torch.ops.aten.native_batch_norm(x, w, b, None, None, True, 0.5, 0.6)
@@ -48,5 +53,7 @@ def test_native_batch_norm_outputs_match_pytorch(running: bool) -> None:
 
 def test_instance_norm_matches_pytorch() -> None:
     torch.manual_seed(0)
-    got, want = eager_and_tvm(torch.nn.InstanceNorm2d(3, affine=True).eval(), torch.randn(2, 3, 6, 6))
+    got, want = eager_and_tvm(
+        torch.nn.InstanceNorm2d(3, affine=True).eval(), torch.randn(2, 3, 6, 6)
+    )
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)

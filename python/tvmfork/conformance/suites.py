@@ -467,9 +467,7 @@ def _ci(w: Where) -> list[CaseSpec]:
         *torch_module(
             "transformers-onnx", TRANSFORMERS, py, ci, CI_TRANSFORMERS_ONNX, pats, route="onnx"
         ),
-        *torch_module(
-            "transformers-registry", TRANSFORMERS_REGISTRY, py, ci, CI_REGISTRY, pats
-        ),
+        *torch_module("transformers-registry", TRANSFORMERS_REGISTRY, py, ci, CI_REGISTRY, pats),
         # the first sample of each op and dtype: make test's time is bounded (45 minutes)
         *opinfo(w.cache, py, dataclasses.replace(ci, samples=1), CI_OPINFO, pats),
     ]

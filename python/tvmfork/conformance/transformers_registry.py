@@ -104,7 +104,9 @@ SMALL = {
         ),
         4,
     ),
-    **dict.fromkeys(("num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num"), 2),
+    **dict.fromkeys(
+        ("num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num"), 2
+    ),
     **dict.fromkeys(("head_dim", "d_kv", "attention_head_dim", "kv_channels"), 16),
     # multi-head latent attention (DeepSeek-V2/V3 style), its indexer, linear attention
     **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "rotary_dim", "index_n_heads"), 8),

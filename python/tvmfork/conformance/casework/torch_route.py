@@ -85,7 +85,9 @@ def run_torch(case: Case) -> None:
         # a half-precision model PyTorch itself computes far from exact: the fork's result
         # must be as close to the float32 computation as PyTorch's is (times 2)
         with torch.no_grad():
-            exact = leaves(wide.eval()(*[x.float() if x.is_floating_point() else x for x in inputs]))
+            exact = leaves(
+                wide.eval()(*[x.float() if x.is_floating_point() else x for x in inputs])
+            )
         floating = (p.dtype for p in model.parameters() if p.is_floating_point())
         dtype = str(next(floating, torch.float32)).removeprefix("torch.")
         problem, errors = as_accurate(got, want, exact, dtype)
