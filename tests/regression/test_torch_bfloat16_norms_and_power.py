@@ -5,7 +5,7 @@ TOPI's layer_norm and instance_norm accept float32 and float16 only, and TIR's `
 bfloat16 form, so every bfloat16 model with a LayerNorm (BERT, ViT, GPT-2) or a tanh GELU
 (GPT-2's `x ** 3`) stopped at compile: "layer_norm: only support float32 and float16 for now",
 "power only applies to float"; TOPI's batch_norm gave bfloat16 and float16 inputs a float32
-result. On the fork these ops compute in float32 and round to the input's dtype once, as
+result, and `torch.fmod` of bfloat16 tensors gave denormal garbage, silently. On the fork these ops compute in float32 and round to the input's dtype once, as
 PyTorch does on CPU; the models match PyTorch's bfloat16 run at bfloat16's precision.
 """
 
@@ -79,3 +79,17 @@ def test_bfloat16_transformers_match_pytorch(make: object) -> None:
     assert str(got[0].dtype) == "bfloat16"
     # two layers each rounding in other places than PyTorch: a few steps of the largest value
     assert _relative(got[0], want[0]) <= 5 * BF16_STEP
+
+
+class Remainders(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.fmod(x, y), torch.remainder(x, y)
+
+
+def test_bfloat16_fmod_and_remainder_match_pytorch() -> None:
+    # LLVM's frem of bfloat16 gave denormal garbage (fmod(-8.5, -1.77) was 4e-39)
+    x = torch.tensor([-8.5, 5.5, -3.25, 7.0], dtype=torch.bfloat16)
+    y = torch.tensor([-1.765625, 2.0, 1.5, -2.5], dtype=torch.bfloat16)
+    got, want = eager_and_tvm(Remainders(), x, y)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.astype(np.float32), w.astype(np.float32))
