@@ -101,3 +101,28 @@ def test_opinfo_compares_each_output_at_its_own_dtype() -> None:
     assert by_output_dtype([half + np.float16(0.001)], [half]) == ""  # within float16's
     assert "output 0" in by_output_dtype([half + np.float16(0.1)], [half])
     assert "2 outputs, expected 1" in by_output_dtype([half, half], [half])
+
+
+def test_half_precision_results_are_held_to_the_exact_result_as_eager_is() -> None:
+    np = pytest.importorskip("numpy")
+    from tvmfork.conformance.casework.compare import as_accurate
+    from tvmfork.conformance.casework.opinfo import no_less_accurate
+
+    # opinfo: eager's float16 is 12 steps off where the fork's is exact: no less accurate
+    exact = [np.array([-0.18290667, 1.0])]
+    eager = [np.array([-0.184326, 1.0], dtype="float16")]
+    fork = [np.array([-0.182861, 1.0], dtype="float16")]
+    assert no_less_accurate(fork, eager, exact) == ""
+    # ... and the other way round is not
+    assert "farther from the float64 result" in no_less_accurate(eager, fork, exact)
+    assert "dtype" in no_less_accurate([fork[0].astype("float32")], eager, exact)
+    # models: within twice PyTorch's error to the float32 computation plus 5 bfloat16 steps
+    truth = [np.linspace(-1.0, 1.0, 8)]
+    torch_bf16 = [truth[0] * 1.05]  # PyTorch itself 5% off (as cpmant in bfloat16)
+    close = [truth[0] * 0.92]
+    assert as_accurate(close, torch_bf16, truth, "bfloat16")[0] == ""
+    problem, errors = as_accurate([truth[0] * 0.8], torch_bf16, truth, "bfloat16")
+    assert "to the float32 computation" in problem
+    assert errors["torch_rel_err_vs_float32"] == pytest.approx(0.05)
+    # no half-precision model: nothing to hold to
+    assert as_accurate(close, torch_bf16, truth, "float32")[0] != ""
