@@ -1,12 +1,13 @@
-"""Patch: layer norms, instance norms, batch norms and powers of bfloat16 tensors compute in
-float32.
+"""Patch: layer norms, instance norms, batch norms, powers and remainders of bfloat16 tensors
+compute in float32.
 
 TOPI's layer_norm and instance_norm accept float32 and float16 only, and TIR's `pow` has no
 bfloat16 form, so every bfloat16 model with a LayerNorm (BERT, ViT, GPT-2) or a tanh GELU
 (GPT-2's `x ** 3`) stopped at compile: "layer_norm: only support float32 and float16 for now",
-"power only applies to float"; TOPI's batch_norm gave bfloat16 and float16 inputs a float32
-result, and `torch.fmod` of bfloat16 tensors gave denormal garbage, silently. On the fork these ops compute in float32 and round to the input's dtype once, as
-PyTorch does on CPU; the models match PyTorch's bfloat16 run at bfloat16's precision.
+"power only applies to float". TOPI's batch_norm gave bfloat16 and float16 inputs a float32
+result, and `torch.fmod` of bfloat16 tensors gave denormal garbage, silently. On the fork these
+ops compute in float32 and round to the input's dtype once, as PyTorch does on CPU; the models
+match PyTorch's bfloat16 run at bfloat16's precision.
 """
 
 from __future__ import annotations

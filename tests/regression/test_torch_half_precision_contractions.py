@@ -13,6 +13,7 @@ precision, and a bfloat16 MLP in bfloat16.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from tvm.relax.frontend.torch import from_exported_program
 
@@ -97,3 +98,32 @@ def test_integer_matmuls_stay_integers() -> None:
     got = run_llvm(mod, x.numpy(), y.numpy())
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, want)
+
+
+class ConvWithBias(torch.nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, w, b)
+
+
+class AddMM(torch.nn.Module):
+    """GPT-2's Conv1D: bias + x @ w."""
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(b, x, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_a_bias_is_added_before_the_result_is_rounded(dtype: torch.dtype) -> None:
+    # 500.25 + 500 + 0.05 - 1000: PyTorch adds the bias to the float32 sum and rounds once
+    # (0.3 in float16, 0.05 in bfloat16); rounding 1000.3 first gave 0.5 and 0
+    from .relaxrun import eager_and_tvm
+
+    x = torch.tensor([500.25, 500.0, 0.05], dtype=dtype)
+    b = torch.tensor([-1000.0], dtype=dtype)
+    w = torch.ones(1, 3, 1, 1, dtype=dtype)
+    for model, args in (
+        (ConvWithBias(), (x.reshape(1, 3, 1, 1), w, b)),
+        (AddMM(), (x.reshape(1, 3), w.reshape(3, 1), b)),
+    ):
+        got, want = eager_and_tvm(model, *args)
+        np.testing.assert_array_equal(got[0].astype(np.float32), want[0].astype(np.float32))

@@ -261,7 +261,7 @@ def in_float64(module: Any, inputs: list[Any]) -> list[Any] | None:
 
 
 def no_less_accurate(got: list[Any], want: list[Any], exact: list[Any]) -> str:
-    """"" where each half-precision output of `got` is, element by element, within its
+    """ "" where each half-precision output of `got` is, element by element, within its
     dtype's TOLERANCES of eager's `want` or no farther from the float64 result `exact` than
     eager's is (PyTorch's float16 instance norm is 12 steps off where the fork's is exact);
     else the problem. Counts, shapes and dtypes must match and other outputs as before."""
