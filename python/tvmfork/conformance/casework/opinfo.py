@@ -247,7 +247,7 @@ def run_opinfo(case: Case) -> None:
 HALF = ("torch.float16", "torch.bfloat16")
 
 
-def in_float64(module: Any, inputs: list[Any]) -> list[Any] | None:
+def in_float64(module: Any, inputs: tuple[Any, ...]) -> list[Any] | None:
     """The sample computed in float64 (half-precision inputs widened): the exact result a
     half-precision one rounds; None where the op does not run so."""
     import torch
