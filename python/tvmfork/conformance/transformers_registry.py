@@ -286,6 +286,10 @@ class Case:
         # from_config fails on those when the config names no architecture)
         names = registry_classes()[self.auto][self.model_type]
         cls = getattr(transformers, names if isinstance(names, str) else names[0])
+        config_class = getattr(cls, "config_class", None)
+        if config_class is not None and not isinstance(config, config_class):
+            text = config.get_text_config()  # a text model of a composite (Llama 4, Qwen3.5)
+            config = text if isinstance(text, config_class) else config
         model = cls._from_config(config).eval()
         _drawn(model)
         model = model.to(DTYPES[self.dtype])
