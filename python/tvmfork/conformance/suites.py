@@ -155,6 +155,7 @@ CI_OPINFO = [
     "full_like.*",
     "ones_like.*",
     "bernoulli.*",
+    "nn.functional.grid_sample.*",
     "equal.*",
 ]
 # `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and
