@@ -133,6 +133,36 @@ def test_registry_configs_are_small_and_consistent() -> None:
     assert r.returncode == 0 and "registry ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
 
 
+NEARBY_CHECK = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+from casework.torch_route import nearby_inputs
+x = torch.randn(64).bfloat16()
+ids = torch.arange(5)
+draws = nearby_inputs((x, ids), 3)
+assert len(draws) == 3
+for moved, same in draws:
+    assert moved.dtype == torch.bfloat16 and torch.equal(same, ids)
+    step = (moved.float() - x.float()).abs() / x.float().abs()
+    assert float(step.max()) <= 2.0**-7, float(step.max())  # one bfloat16 step at most
+    assert not torch.equal(moved, x)
+assert not torch.equal(draws[0][0], draws[1][0])
+assert nearby_inputs((ids,), 3) == []  # nothing to move
+print("nearby ok")
+"""
+
+
+def test_nearby_inputs_move_half_precision_elements_one_step_at_most() -> None:
+    """The inputs PyTorch's half-precision error is also measured on (`torch_route`)."""
+    python = _fork_python()
+    if not python.exists():
+        assert conformance("ci", "-k", "test_abs").returncode == 0
+    conf = ROOT / "python/tvmfork/conformance"
+    r = subprocess.run([str(python), "-c", NEARBY_CHECK, str(conf)], capture_output=True, text=True)
+    assert r.returncode == 0 and "nearby ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
+
+
 def test_user_suites_run_isolated(tmp_path: Path) -> None:
     onnx_dir = tmp_path / "models"
     onnx_dir.mkdir()

@@ -126,3 +126,12 @@ def test_half_precision_results_are_held_to_the_exact_result_as_eager_is() -> No
     assert errors["torch_rel_err_vs_float32"] == pytest.approx(0.05)
     # no half-precision model: nothing to hold to
     assert as_accurate(close, torch_bf16, truth, "float32")[0] != ""
+    # PyTorch 1% off on these inputs but 4% on a nearby one: its error is 4%, so 8% passes
+    lucky = [truth[0] * 1.01]
+    assert "allowed: 0.0395" in as_accurate([truth[0] * 0.92], lucky, truth, "bfloat16")[0]
+    nearby = [([truth[0] * 1.02], truth), ([truth[0] * 0.96], truth)]
+    problem, errors = as_accurate([truth[0] * 0.92], lucky, truth, "bfloat16", nearby)
+    assert problem == ""
+    assert errors["torch_rel_err_nearby"] == pytest.approx(0.04)
+    # ... and a wrong result stays wrong
+    assert "nearby inputs" in as_accurate([truth[0] * 0.8], lucky, truth, "bfloat16", nearby)[0]

@@ -85,12 +85,14 @@ def run_torch(case: Case) -> None:
         # a half-precision model PyTorch itself computes far from exact: the fork's result
         # must be as close to the float32 computation as PyTorch's is (times 2)
         with torch.no_grad():
-            exact = leaves(
-                wide.eval()(*[x.float() if x.is_floating_point() else x for x in inputs])
-            )
+            exact = leaves(wide.eval()(*widened(inputs)))
+            nearby = [
+                (leaves(model(*moved)), leaves(wide(*widened(moved))))
+                for moved in nearby_inputs(inputs, NEARBY)
+            ]
         floating = (p.dtype for p in model.parameters() if p.is_floating_point())
         dtype = str(next(floating, torch.float32)).removeprefix("torch.")
-        problem, errors = as_accurate(got, want, exact, dtype)
+        problem, errors = as_accurate(got, want, exact, dtype, nearby)
         case.info.update(errors)
     if problem:
         raise CaseFailed(problem)
@@ -110,6 +112,37 @@ def run_torch(case: Case) -> None:
             if inductor_fn is not None:
                 fns["inductor"] = inductor_fn
         case.times.update(interleaved(fns, spec.reps, spec.budget_s, case.run.threads))
+
+
+# Nearby inputs PyTorch's half-precision error is also measured on (`compare.as_accurate`)
+NEARBY = 8
+
+
+def widened(inputs: tuple[Any, ...]) -> list[Any]:
+    """Floating-point inputs in float32 (for a model's float32 copy), others as they are."""
+    return [x.float() if x.is_floating_point() else x for x in inputs]
+
+
+def nearby_inputs(inputs: tuple[Any, ...], count: int) -> list[tuple[Any, ...]]:
+    """`count` copies of `inputs` with each half-precision element moved by at most one
+    rounding step (times 1 - 2^-p, 1 or 1 + 2^-p at random, seeded; p the dtype's mantissa
+    bits), other inputs unchanged; none where no input is half precision."""
+    import torch
+
+    bits = {torch.bfloat16: 8, torch.float16: 11}
+    if not any(x.dtype in bits for x in inputs):
+        return []
+    generator = torch.Generator().manual_seed(0)
+    draws = []
+    for _ in range(count):
+        moved = []
+        for x in inputs:
+            if x.dtype in bits:
+                steps = torch.randint(-1, 2, x.shape, generator=generator).float()
+                x = (x.float() * (1 + steps * 2.0 ** -bits[x.dtype])).to(x.dtype)
+            moved.append(x)
+        draws.append(tuple(moved))
+    return draws
 
 
 def dynamic_shapes(model: Any, inputs: tuple[Any, ...], dynamic: dict[str, Any]) -> Any:
