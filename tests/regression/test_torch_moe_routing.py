@@ -36,6 +36,23 @@ def test_histc_matches() -> None:
     np.testing.assert_array_equal(got, Histogram()(ids, x).numpy())
 
 
+class OneExpert(torch.nn.Module):
+    """Counts with min == max (HunYuan-MoE with one expert: `max=num_experts - 1` is 0), where
+    torch takes the data's range, widened by 1 on each side when the data are all equal."""
+
+    def forward(self, ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([torch.histc(ids, bins=1, min=0, max=0), torch.histc(x, bins=4)])
+
+
+def test_histc_of_the_data_range_matches() -> None:
+    ids = torch.zeros(6)
+    x = torch.tensor([-2.0, -1.0, -0.5, 0.0, 0.49, 0.5, 1.0, 1.5, 1.6])
+    with torch.no_grad():
+        mod = from_exported_program(torch.export.export(OneExpert(), (ids, x)))
+    got = run_llvm(mod, ids.numpy(), x.numpy())
+    np.testing.assert_array_equal(got, OneExpert()(ids, x).numpy())
+
+
 def test_mixtral_matches() -> None:
     transformers = hf.transformers()
     torch.manual_seed(0)
