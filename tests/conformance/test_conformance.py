@@ -110,6 +110,8 @@ assert all(v < R.VOCAB for k, v in vars(gemma).items() if k.endswith("_token_id"
 ds = R.shrink(transformers.AutoConfig.for_model("deepseek_v3"))
 assert ds.num_key_value_heads == ds.num_attention_heads
 assert ds.qk_head_dim == ds.qk_rope_head_dim + ds.qk_nope_head_dim
+# experts chosen per token where the default leaves it unset (DeepSeek-V2)
+assert R.shrink(transformers.AutoConfig.for_model("deepseek_v2")).num_experts_per_tok == 2
 # state-space heads span the expanded width
 m2 = R.shrink(transformers.AutoConfig.for_model("mamba2"))
 assert m2.num_heads * m2.head_dim == m2.expand * m2.hidden_size

@@ -195,7 +195,8 @@ def _set(config: Any, key: str, value: Any) -> None:
 def _consistent(config: Any) -> None:
     """The fields that derive from others made to agree with the small values: key/value
     heads dividing the heads, a head width where the default leaves it to be derived, the
-    latent attention's query-key width, state-space heads spanning the expanded width."""
+    latent attention's query-key width, experts chosen per token where the default leaves it
+    unset, state-space heads spanning the expanded width."""
     c = vars(config)
     heads, kv = c.get("num_attention_heads"), c.get("num_key_value_heads")
     latent = "kv_lora_rank" in c  # latent attention: every head its own keys and values
@@ -206,6 +207,9 @@ def _consistent(config: Any) -> None:
     if isinstance(c.get("qk_rope_head_dim"), int):
         _set(config, "qk_head_dim", c["qk_rope_head_dim"] + c.get("qk_nope_head_dim", 0))
         _set(config, "head_dim", c["qk_rope_head_dim"])
+    experts = [c[k] for k in ("n_routed_experts", "num_experts") if isinstance(c.get(k), int)]
+    if experts and "num_experts_per_tok" in c and c["num_experts_per_tok"] is None:
+        config.num_experts_per_tok = min(SMALL["num_experts_per_tok"], experts[0])  # DeepSeek-V2
     hidden = c.get("hidden_size", WIDTH)
     for n, d, e in (
         ("num_heads", "head_dim", "expand"),
