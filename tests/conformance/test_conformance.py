@@ -55,12 +55,18 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
     for case in CI_REGISTRY:
         sides = by[("transformers-registry", case)]
         assert sides["fork"]["status"] == "ok", sides
-    for case in ("bert.mlm-padded.bfloat16", "gpt2.lm-default.bfloat16"):
+    # ... and Llama 4's complex rotary embedding, -inf router fill and scatter do not import
+    for case in (
+        "bert.mlm-padded.bfloat16",
+        "gpt2.lm-default.bfloat16",
+        "llama4_text.lm-padded.bfloat16",
+    ):
         assert by[("transformers-registry", case)]["stock"]["status"] == "error", case
     # PyTorch's op tests of the ops the series fixes: wrong on stock, right on the fork
     opinfo = [k for k in by if k[0] == "opinfo"]
     assert len(opinfo) > 100, len(opinfo)
     for case in (
+        "nn.functional.grid_sample.float16.0",  # a float32 result (and the grid's layout)
         "nn.functional.selu.float32.0",  # elu's scale
         "clamp_min.int64.0",  # -2**63 on stock
         "sort.bfloat16.0",  # bfloat16 read as another type

@@ -123,6 +123,7 @@ CI_REGISTRY = [
     "gpt2.lm-default.bfloat16",
     "llama.lm-padded.bfloat16",
     "afmoe.lm-nocache.float32",
+    "llama4_text.lm-padded.bfloat16",
 ]
 # PyTorch's op tests of the ops the series' torch-route patches fix (every dtype, the first
 # sample of each), one random op and one torch.export refuses (a Python bool result), which
