@@ -6,7 +6,7 @@ rotations, `view_as_complex` pairs the features, a complex product rotates them 
 ops ("Unsupported function types ['polar.default', 'view_as_complex.default',
 'view_as_real.default']"). On the fork a complex tensor is imported as its real [..., 2] form;
 the rotation and a whole Llama 4 text model match PyTorch, and an op on complex tensors the
-importer does not know stops with its name.
+importer does not know stops with its name, as does a complex result.
 """
 
 from __future__ import annotations
@@ -44,6 +44,18 @@ def test_an_unknown_complex_op_is_named() -> None:
 
     exported = torch.export.export(Magnitude(), (torch.randn(8),))
     with pytest.raises(ValueError, match=r"complex tensors: abs\.default"):
+        from_exported_program(exported)
+
+
+def test_a_complex_result_is_refused() -> None:
+    """A complex result would leave the program as its real pairs: a different shape."""
+
+    class Pairs(torch.nn.Module):
+        def forward(self, q: torch.Tensor) -> torch.Tensor:
+            return torch.view_as_complex(q.reshape(-1, 2))
+
+    exported = torch.export.export(Pairs(), (torch.randn(8),))
+    with pytest.raises(ValueError, match="a complex result is not supported"):
         from_exported_program(exported)
 
 
