@@ -16,7 +16,7 @@ import pytest
 import torch
 from tvm.relax.frontend.torch import from_exported_program
 
-from .hf import transformers
+from .hf import on_ids, transformers
 from .relaxrun import eager_and_tvm
 
 
@@ -75,15 +75,6 @@ def test_llama4_text_matches_pytorch() -> None:
         num_experts_per_tok=1,
         max_position_embeddings=64,
     )
-    model = hf.Llama4ForCausalLM(config).eval()
-
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids: torch.Tensor) -> torch.Tensor:
-            return self.model(input_ids=ids, use_cache=False).logits
-
-    got, want = eager_and_tvm(Logits(), torch.randint(0, 128, (1, 9)))
+    model = on_ids(hf.Llama4ForCausalLM(config), "logits", use_cache=False)
+    got, want = eager_and_tvm(model, torch.randint(0, 128, (1, 9)))
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
