@@ -3,6 +3,7 @@
 #           PLATFORM=linux_aarch64|macosx_arm64|win_amd64|linux_x86_64|all: overlay wheels of
 #           the stock wheels of other platforms (default: this machine's)
 #           TVM_SOURCE=<URL, git dir or folder> for `make checkout` (default: the lock's URL)
+#           MIRRORS=<folder of mirrors> for `make checkout`: TVM and every submodule from it
 # Machine-local paths (a TVM mirror, caches) go in tvmfork.local.toml (ignored by git).
 
 PYTHON ?= python3
@@ -24,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 checkout: $(VENV)/.installed
-	$(TVMFORK) checkout $(if $(TVM_SOURCE),--source $(TVM_SOURCE))
+	$(TVMFORK) checkout $(if $(TVM_SOURCE),--source $(TVM_SOURCE)) $(if $(MIRRORS),--mirrors $(MIRRORS))
 
 wheel: $(VENV)/.installed
 	$(TVMFORK) wheel --mode $(MODE) --variant $(VARIANT) $(if $(PLATFORM),--platform $(PLATFORM))

@@ -47,6 +47,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="PATH=SOURCE",
         help="source for one submodule (nested ones too), repeatable",
     )
+    setting(
+        c,
+        "--mirrors",
+        key="mirrors",
+        metavar="DIR",
+        help="a folder of mirrors (git directories or folders named after each repository, "
+        "wheels): every source not given otherwise is taken from it",
+    )
     g = c.add_mutually_exclusive_group()
     g.add_argument("--all-submodules", action="store_true", help="not only the required ones")
     g.add_argument(

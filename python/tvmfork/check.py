@@ -166,6 +166,13 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
         if p.subject in subjects:
             report.problems.append(f"{p.name} and {subjects[p.subject]} share a subject")
         subjects[p.subject] = p.name
+    native_only = [n for n, k in report.kinds.items() if k != "python"]
+    if native_only:
+        report.notes.append(
+            f"{len(native_only)} patch(es) can be proven only by the native lane (a source "
+            "build, `make wheel MODE=source`, then `make test-native`; overlays leave them "
+            "out): " + ", ".join(native_only)
+        )
     if checkout is None:
         report.notes.append(
             "stage check not run: no checkout (`tvmfork checkout` makes one); it proves each "

@@ -10,7 +10,10 @@ verified and the report says so.
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import shutil
+import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +84,69 @@ def _fetch_git(repo: git.Repo, source: str, commit: str, tag: str | None, shallo
     repo.run("checkout", "-q", "--detach", commit)
 
 
+def _owner_and_name(url: str) -> tuple[str, str]:
+    """("apache", "tvm-ffi") from https://github.com/apache/tvm-ffi(.git), git@host:o/n, a path."""
+    parts = [p for p in url.replace(":", "/").rstrip("/").split("/") if p]
+    name = parts[-1].removesuffix(".git") if parts else ""
+    owner = parts[-2] if len(parts) > 1 else ""
+    return owner, name
+
+
+def mirror_candidates(mirrors: Path, url: str) -> list[Path]:
+    """Where a folder of mirrors may hold the repository of `url`, in the order looked at:
+    `owner+name/repo` (the layout of a mirror that fetches by owner and name), `owner+name`,
+    `owner/name(.git)`, `name(.git)`."""
+    owner, name = _owner_and_name(url)
+    if not name:
+        return []
+    found = [mirrors / f"{owner}+{name}" / "repo", mirrors / f"{owner}+{name}"] if owner else []
+    if owner:
+        found += [mirrors / owner / name, mirrors / owner / f"{name}.git"]
+    return [*found, mirrors / name, mirrors / f"{name}.git"]
+
+
+@dataclass(frozen=True)
+class Mirrors:
+    """A folder of mirrors, and a scratch folder (alive for one checkout) into which sources
+    found inside its wheels are unpacked."""
+
+    folder: Path
+    scratch: Path
+
+    def _from_wheels(self, name: str) -> tuple[Path, str] | None:
+        """A folder `<package>/3rdparty/<name>/` inside a wheel of the folder, unpacked
+        (apache-tvm-ffi's wheels carry dlpack's headers so; dlpack may have no mirror of its
+        own). The newest wheel that has it wins."""
+        for wheel in sorted(self.folder.glob("*.whl"), reverse=True):
+            try:
+                with zipfile.ZipFile(wheel) as zf:
+                    marker = f"/3rdparty/{name}/"
+                    files = [m for m in zf.namelist() if marker in m and not m.endswith("/")]
+                    if not files:
+                        continue
+                    prefix = files[0][: files[0].index(marker) + len(marker)]
+                    dest = self.scratch / name
+                    for m in files:
+                        if m.startswith(prefix):
+                            target = dest / m[len(prefix) :]
+                            target.parent.mkdir(parents=True, exist_ok=True)
+                            target.write_bytes(zf.read(m))
+                    return dest, f"{wheel} ({prefix})"
+            except (OSError, zipfile.BadZipFile):
+                continue
+        return None
+
+    def source_for(self, url: str) -> tuple[str, str] | None:
+        """(source, what to report) for `url`: a git directory or a folder named after the
+        repository (mirror_candidates), else that folder inside one of the wheels."""
+        for cand in mirror_candidates(self.folder, url):
+            if cand.is_dir():
+                return str(cand), str(cand)
+        _, name = _owner_and_name(url)
+        found = self._from_wheels(name) if name else None
+        return (str(found[0]), found[1]) if found is not None else None
+
+
 def _gitlinks(repo: git.Repo) -> dict[str, str]:
     text = repo.out("ls-tree", "-r", "HEAD")
     links = {}
@@ -138,6 +204,7 @@ def _checkout_submodules(
     only: set[str] | None,
     shallow: bool,
     report: list[Fetched],
+    mirrors: Mirrors | None = None,
 ) -> None:
     repo = git.Repo(root)
     urls = _gitmodule_urls(root)
@@ -146,19 +213,27 @@ def _checkout_submodules(
         if only is not None and full not in only:
             continue
         source = overrides.get(full)
+        shown = source
+        if source is None and mirrors is not None and urls.get(path):
+            source, shown = mirrors.source_for(urls[path]) or (None, None)
         dest = root / path
         if source is None and dest.is_dir() and any(dest.iterdir()):
             # Came with a plain-folder source (an unpacked release archive, say).
             report.append(Fetched(full, "(inside the folder)", commit, "unverified"))
             continue
+        if source is None and mirrors is not None and urls.get(path):
+            looked = ", ".join(str(p) for p in mirror_candidates(mirrors.folder, urls[path]))
+            ui.note(f"    {full} is not among the mirrors (looked for {looked}, and in wheels)")
         source = source or urls.get(path)
         if not source:
             raise SourceError(f"submodule {full} has no URL; pass --submodule {full}=SOURCE")
-        with ui.step(f"submodule {full} from {source}"):
-            report.append(_materialize(dest, full, source, commit, None, shallow))
+        shown = shown or source
+        with ui.step(f"submodule {full} from {shown}"):
+            fetched = _materialize(dest, full, source, commit, None, shallow)
+            report.append(dataclasses.replace(fetched, source=shown))
         if report[-1].verified != "unverified":
             # Nested submodules of a fetched one are all needed by it.
-            _checkout_submodules(dest, full + "/", overrides, None, shallow, report)
+            _checkout_submodules(dest, full + "/", overrides, None, shallow, report, mirrors)
 
 
 def _materialize(
@@ -182,8 +257,13 @@ def checkout(
     overrides: dict[str, str] | None = None,
     submodules: str = "required",
     shallow: bool = True,
+    mirrors: Path | None = None,
 ) -> list[Fetched]:
-    """Create `dest` at the pin. `submodules`: `required`, `all` or `none`."""
+    """Create `dest` at the pin. `submodules`: `required`, `all` or `none`. `mirrors`, a
+    folder of mirrors, gives every source that `source` and `overrides` do not (Mirrors.source_for);
+    what it lacks comes from its URL."""
+    if mirrors is not None and not mirrors.is_dir():
+        raise SourceError(f"no such folder of mirrors: {mirrors}")
     overrides = dict(overrides or {})
     unknown = [
         p
@@ -198,9 +278,21 @@ def checkout(
             f"{dest} exists and is not empty; remove it or choose another --dest "
             "(an existing checkout is never overwritten)"
         )
+    if source is None and mirrors is not None:
+        for cand in mirror_candidates(mirrors, lock.url):
+            if cand.is_dir():
+                source = str(cand)
+                break
+        else:
+            raise SourceError(
+                f"TVM is not in the folder of mirrors {mirrors}: looked for "
+                + ", ".join(str(p) for p in mirror_candidates(mirrors, lock.url))
+            )
     source = source or lock.url
     report: list[Fetched] = []
     dest.mkdir(parents=True, exist_ok=True)
+    scratch = tempfile.TemporaryDirectory(prefix="tvmfork-mirrors-")
+    found = Mirrors(mirrors, Path(scratch.name)) if mirrors is not None else None
     try:
         with ui.step(f"TVM {lock.tag} from {source}"):
             if source_kind(source) == "folder":
@@ -215,10 +307,12 @@ def checkout(
         repo.run("checkout", "-q", "-B", WORK_BRANCH, base)
         if submodules != "none":
             only = None if submodules == "all" else {s.path for s in lock.submodules if s.required}
-            _checkout_submodules(dest, "", overrides, only, shallow, report)
+            _checkout_submodules(dest, "", overrides, only, shallow, report, found)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
+    finally:
+        scratch.cleanup()
     return report
 
 

@@ -32,6 +32,7 @@ def cmd_checkout(ctx: Ctx) -> int:
         ctx.settings.submodules,
         submodules=mode,
         shallow=not a.full_history,
+        mirrors=ctx.settings.mirrors,
     )
     print(f"checkout at {dest}")
     for f in report:

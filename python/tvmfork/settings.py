@@ -77,6 +77,11 @@ class Settings:
     """TVM's source: a URL, a local git directory or a plain folder (default: the lock's URL)."""
     submodules: dict[str, str] = field(default_factory=dict)
     """Per-submodule source overrides, keyed by path (`3rdparty/tvm-ffi`)."""
+    mirrors: Path | None = None
+    """A folder of mirrors: `checkout` takes TVM and every submodule (nested ones too) that
+    `source` and `submodules` do not name from it, found by name (`apache+tvm/repo`,
+    `apache/tvm.git`, `tvm`, ...), or from a folder inside one of its wheels (dlpack's headers
+    inside the apache-tvm-ffi wheel)."""
     python: str = "python3"
     """The interpreter that test venvs are made from."""
     wheel: WheelSettings = field(default_factory=WheelSettings)

@@ -40,6 +40,14 @@ def _clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+ROUGH = (
+    "rough: from the step rate; a cold build runs its cheap steps first, so this can be 2-3x low"
+)
+PAUSE = 900.0
+"""A gap of more than this many seconds between two steps is a pause (the build stopped, the
+machine suspended): only PAUSE of it counts as build time."""
+
+
 class Progress:
     """Build progress from ninja's `[n/total] what` lines: one status line on stderr at most
     every `every` seconds (and at the end), with an estimate of the time left.
@@ -49,13 +57,18 @@ class Progress:
     a cold build). With `costs` (seconds per output, from an earlier build's .ninja_log) and a
     build of about as many steps, the estimate is the known cost of the outputs still to come,
     scaled by how this build's speed compares to that one's so far. Without them it is the
-    rate, marked rough.
+    rate, and the line says how rough that is. Time counts only while the build runs: a gap
+    between two steps longer than PAUSE is counted as PAUSE, and the line says how long the
+    build was paused.
     """
 
     def __init__(self, title: str, every: float = 15.0, costs: dict[str, float] | None = None):
         self.title = title
         self.every = every
         self.start = time.monotonic()
+        self.last_seen = self.start
+        self.active = 0.0
+        self.paused = 0.0
         self.first: tuple[float, int] | None = None
         self.last_print = 0.0
         self.done = 0
@@ -66,39 +79,45 @@ class Progress:
     def _profile_fits(self) -> bool:
         return bool(self.costs) and abs(self.total - len(self.costs)) <= 0.1 * len(self.costs)
 
-    def eta(self, now: float) -> tuple[float, str] | None:
-        """(seconds left, how it was estimated), or None before there is a basis."""
+    def eta(self) -> tuple[float, str] | None:
+        """(seconds left, how it was estimated), or None before there is a basis. Both sides
+        of each ratio are build time (`active`), pauses left out."""
         if self._profile_fits():
             done_cost = sum(self.costs.get(o, 0.0) for o in self.seen)
             if done_cost > 0:
                 left = sum(c for o, c in self.costs.items() if o not in self.seen)
-                return left * (now - self.start) / done_cost, "from the last build's step times"
+                return left * self.active / done_cost, "from the last build's step times"
         if self.first is None or self.done <= self.first[1] or not self.total:
             return None
         t0, n0 = self.first
-        rate = (self.done - n0) / max(now - t0, 1e-6)
-        return ((self.total - self.done) / rate, "rough") if rate > 0 else None
+        rate = (self.done - n0) / max(self.active - t0, 1e-6)
+        return ((self.total - self.done) / rate, ROUGH) if rate > 0 else None
 
     def line(self, text: str) -> None:
         m = NINJA_STEP.match(text)
         if not m:
             return
         now = time.monotonic()
+        gap = now - self.last_seen
+        self.active += min(gap, PAUSE)
+        self.paused += max(gap - PAUSE, 0.0)
+        self.last_seen = now
         self.done, self.total = int(m.group(1)), int(m.group(2))
         what = m.group(3).strip()
         if what:
             self.seen.add(what.split()[-1])  # "Building CXX object <output>"
         if self.first is None:
-            self.first = (now, self.done)
+            self.first = (self.active, self.done)
         if now - self.last_print < self.every and self.done != self.total:
             return
         self.last_print = now
-        est = self.eta(now)
+        est = self.eta()
         left = f", about {_clock(est[0])} left ({est[1]})" if est is not None else ""
+        paused = f" (paused {_clock(self.paused)} not counted)" if self.paused else ""
         what = what if len(what) <= 70 else "..." + what[-67:]
         note(
             f"    {self.title}: [{self.done}/{self.total}] "
-            f"{100 * self.done // max(self.total, 1)}%, {_clock(now - self.start)} elapsed"
+            f"{100 * self.done // max(self.total, 1)}%, {_clock(self.active)} elapsed{paused}"
             f"{left}  {what}"
         )
 

@@ -4,8 +4,11 @@ BitBLAS, TileLang and older dlight compute a matmul's index maps from the origin
 `sch.reindex` each operand, then `sch.transform_layout` with those maps. On stock 0.26.0 the
 reindex simplifies the unit kernel iterators of a 1x1 conv away, the reindexed buffer loses
 dimensions, and `transform_layout` stops with "Check failed: (args.size() ==
-initial_indices_orig.size())". The fork's `reindex(..., skip_simplify=True)` keeps them, and
-dlight's rules share one `normalize_to_matmul` built on it.
+initial_indices_orig.size())". The fork's `reindex(..., skip_simplify=True)` keeps them.
+
+dlight's own matmul rules reindex before computing their maps (upstream 090430a284, #17363),
+so `test_dlight_pipeline_compiles_to_cuda` passes on stock as on the fork: it guards that the
+rules keep compiling 1x1 convolutions, and proves no patch (patches/README.md, Retired).
 
 Every schedule runs in a subprocess, so a crash is a failed test, not a lost run. Numerics
 against PyTorch need a CUDA device (`gpu` marker).

@@ -28,6 +28,8 @@ def test_sound_series(exported: Fork) -> None:
     assert report.problems == []
     kinds = {p.name: p.native for p in report.series.patches}
     assert kinds == {"fix-op3.patch": False, "native-fix.patch": True, "only-tests.patch": False}
+    native_note = [n for n in report.notes if "only by the native lane" in n]
+    assert native_note and native_note[0].endswith("out): native-fix.patch")
     assert any("apply cleanly" in n for n in report.notes)
 
 

@@ -92,3 +92,49 @@ def test_unknown_submodule_override(fork: Fork, tmp_path: Path) -> None:
 def test_missing_source(fork: Fork, tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="no such folder"):
         co.checkout(_lock(fork), tmp_path / "z", str(tmp_path / "missing"))
+
+
+def test_checkout_from_a_folder_of_mirrors(fork: Fork, tmp_path: Path) -> None:
+    """TVM and its submodule are found by name in one folder, each in another layout."""
+    lock = _lock(fork)
+    mirrors = tmp_path / "mirrors"
+    tvm_at = co.mirror_candidates(mirrors, lock.url)[0]  # owner+name/repo
+    ffi_url = lock.submodules[0].url
+    ffi_at = co.mirror_candidates(mirrors, ffi_url)[-1]  # name.git
+    tvm_at.parent.mkdir(parents=True)
+    for repo, at in ((fork.upstream.repo, tvm_at), (fork.upstream.ffi, ffi_at)):
+        subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(at)], check=True)
+    dest = tmp_path / "from-mirrors"
+    report = co.checkout(lock, dest, mirrors=mirrors)
+    assert [(f.path, f.source, f.verified) for f in report] == [
+        (".", str(tvm_at), "commit"),
+        ("3rdparty/tvm-ffi", str(ffi_at), "commit"),
+    ]
+    assert git(dest / "3rdparty/tvm-ffi", "rev-parse", "HEAD") == fork.upstream.ffi_commit
+
+
+def test_mirrors_without_tvm_name_the_places_looked_at(fork: Fork, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SourceError, match=r"not in the folder of mirrors .*\+.*/repo"):
+        co.checkout(_lock(fork), tmp_path / "x", mirrors=tmp_path / "empty")
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(SourceError, match="no such folder of mirrors"):
+        co.checkout(_lock(fork), tmp_path / "y", mirrors=tmp_path / "missing")
+
+
+def test_a_submodule_from_inside_a_wheel_of_the_mirrors(tmp_path: Path) -> None:
+    """dlpack has no mirror of its own here: apache-tvm-ffi's wheel carries its headers."""
+    import zipfile
+
+    folder = tmp_path / "mirrors"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "apache_tvm_ffi-0.1.13.post2-cp311-abi3-any.whl", "w") as zf:
+        zf.writestr("tvm_ffi/3rdparty/dlpack/include/dlpack/dlpack.h", "#define DLPACK 1\n")
+        zf.writestr("tvm_ffi/include/tvm/ffi/c_api.h", "\n")
+    scratch = tmp_path / "scratch"
+    found = co.Mirrors(folder, scratch).source_for("https://github.com/dmlc/dlpack")
+    assert found is not None
+    path, shown = found
+    assert (Path(path) / "include/dlpack/dlpack.h").read_text() == "#define DLPACK 1\n"
+    assert "apache_tvm_ffi-0.1.13.post2" in shown and "tvm_ffi/3rdparty/dlpack/" in shown
+    assert co.Mirrors(folder, scratch).source_for("https://github.com/x/libbacktrace") is None

@@ -155,9 +155,30 @@ def test_progress_reports_steps_and_an_estimate(
     p.line("[10/10] Linking CXX shared library lib.so")
     err = capsys.readouterr().err
     assert (
-        "build: [3/10] 30%, 0:10 elapsed, about 0:35 left (rough)  Building CXX object b.o" in err
+        f"build: [3/10] 30%, 0:10 elapsed, about 0:35 left ({ui.ROUGH})  Building CXX object b.o"
+        in err
     )
     assert "[10/10] 100%" in err
+
+
+def test_progress_leaves_a_pause_out(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two steps 10 s apart, then an hour with no step (the build was stopped): the hour is
+    not build time, so neither the elapsed time nor the estimate grows by it."""
+    hour = 3600.0
+    clock = iter([0.0, 0.0, 10.0, 10.0 + hour, 20.0 + hour])
+    monkeypatch.setattr(ui.time, "monotonic", lambda: next(clock))
+    p = ui.Progress("build", every=0)
+    for n in (1, 2, 3, 4):
+        p.line(f"[{n}/10] Building CXX object {n}.o")
+    err = capsys.readouterr().err.splitlines()
+    paused = ui.PAUSE
+    active = 10.0 + paused + 10.0
+    assert f"paused {ui._clock(hour - paused)} not counted" in err[-1]
+    assert f"[4/10] 40%, {ui._clock(active)} elapsed" in err[-1]
+    # 3 steps in `active` seconds since the first: 6 to go
+    assert f"about {ui._clock(6 * active / 3)} left" in err[-1]
 
 
 def test_estimate_from_the_last_builds_step_times(
