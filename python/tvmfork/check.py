@@ -10,7 +10,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvmfork import fixes
+from tvmfork import fixes, nativelane
 from tvmfork import lock as lockmod
 from tvmfork import series as seriesmod
 from tvmfork.errors import PatchError, ProcessError, SourceError
@@ -173,6 +173,12 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
             "build, `make wheel MODE=source`, then `make test-native`; overlays leave them "
             "out): " + ", ".join(native_only)
         )
+        stale = nativelane.staleness(repo_root, series)
+        if stale:
+            report.notes.append(
+                f"NATIVE LANE STALE: {stale}; run `make wheel MODE=source VARIANT=cpu` (ccache "
+                "keeps a rebuild to minutes) and `make test-native`, which records its result"
+            )
     if checkout is None:
         report.notes.append(
             "stage check not run: no checkout (`tvmfork checkout` makes one); it proves each "

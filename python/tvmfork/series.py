@@ -140,6 +140,19 @@ class Series:
             h.update(p.name.encode() + b"\0" + p.data + b"\0")
         return h.hexdigest()
 
+    def native_closure(self) -> list[Patch]:
+        """The patches only a source build carries: the native ones and those needing one."""
+        return [p for p in self.patches if self.needs_build(p)]
+
+    @property
+    def native_digest(self) -> str:
+        """Identifies the native closure's content: what the native lane proves. A change to
+        any other patch leaves it as it was."""
+        h = hashlib.sha256()
+        for p in self.native_closure():
+            h.update(p.name.encode() + b"\0" + p.data + b"\0")
+        return h.hexdigest()
+
     def get(self, name: str) -> Patch:
         for p in self.patches:
             if p.name == name or p.name.removesuffix(".patch") == name:

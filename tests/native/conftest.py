@@ -10,12 +10,15 @@ exit 0, still saying NOT RUN.
 
 from __future__ import annotations
 
+import datetime
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tvmfork import hostcpu, nativelane
 from tvmfork import lock as lockmod
 from tvmfork import series as seriesmod
 from tvmfork import settings as settingsmod
@@ -49,10 +52,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+NATIVE_KEY = pytest.StashKey["Native"]()
+
+
+def _record(session: pytest.Session, stats: dict[str, list[object]]) -> None:
+    """A passing lane over the whole of tests/native writes its result to the docs."""
+    native = session.config.stash.get(NATIVE_KEY, None)
+    whole = all(Path(a).resolve() == Path(__file__).parent for a in session.config.args)
+    if native is None or not whole or session.config.getoption("keyword"):
+        return  # a subset of the lane proves a subset: no record
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    result = nativelane.Result(
+        date=datetime.date.today().isoformat(),
+        commit=commit or "unknown",
+        wheel=native.wheel.name,
+        counts={k: len(stats.get(k, [])) for k in ("passed", "skipped") if stats.get(k)},
+        machine=hostcpu.describe(),
+    )
+    (REPO / nativelane.RECORD).write_text(nativelane.render(native.series, result))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     stats = reporter.stats if reporter is not None else {}
     ran = sum(len(stats.get(k, [])) for k in ("passed", "failed", "error"))
+    if ran and exitstatus == pytest.ExitCode.OK:
+        _record(session, stats)
     if ran or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         return
     reasons = sorted({str(r.longrepr[-1]) for r in stats.get("skipped", []) if r.longrepr})
@@ -88,7 +117,9 @@ def native(pytestconfig: pytest.Config) -> Native:
             f"native lane: no source-built {variant} wheel {version} in {settings.out_dir}"
             f"{hint}; run `make wheel MODE=source VARIANT={variant}`"
         )
-    return Native(settings, lock, series, variant, checkout, build_dir, wheels[-1])
+    found = Native(settings, lock, series, variant, checkout, build_dir, wheels[-1])
+    pytestconfig.stash[NATIVE_KEY] = found
+    return found
 
 
 def cmake_program(native: Native) -> str:
