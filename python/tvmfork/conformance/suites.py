@@ -158,6 +158,12 @@ CI_OPINFO = [
     "bernoulli.*",
     "nn.functional.grid_sample.*",
     "equal.*",
+    "add.*",
+    "mul.*",
+    "scatter_reduce.*",
+    "scatter_add.*",
+    "fft.irfft.*",
+    "fft.hfft.*",
 ]
 # `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and
 # transformers of each kind: encoders, decoders (static, dynamic length, generation), MoE,
