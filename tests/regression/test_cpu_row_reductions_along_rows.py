@@ -59,3 +59,17 @@ def test_results_match_pytorch() -> None:
     mod, x, want = _imported()
     got = run_llvm(mod, x, target=tvm.target.Target.from_device("cpu"))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_variance_over_every_axis_compiles_and_matches() -> None:
+    """torch.var(x)'s kernel holds a 0-d result's block outside any loop, where rfactor's own
+    check fails: the row reduction declines there and the kernel compiles (it did on stock; the
+    first form of this patch stopped the build)."""
+
+    class Variance(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.var(x)
+
+    x = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(0))
+    got = run_llvm(import_torch(Variance(), x), x.numpy())
+    np.testing.assert_allclose(got, torch.var(x).numpy(), rtol=1e-5)
