@@ -57,3 +57,25 @@ def test_instance_norm_matches_pytorch() -> None:
         torch.nn.InstanceNorm2d(3, affine=True).eval(), torch.randn(2, 3, 6, 6)
     )
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+def test_inference_saves_no_statistics() -> None:
+    """In inference native_batch_norm returns the output and two empty tensors (CPU): the
+    importer returned the output in their place (a (3, 2, 4) tensor for a (0,) one)."""
+
+    class Inference(torch.nn.Module):
+        def forward(
+            self,
+            x: torch.Tensor,
+            w: torch.Tensor,
+            b: torch.Tensor,
+            mean: torch.Tensor,
+            var: torch.Tensor,
+        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            return torch.ops.aten.native_batch_norm(x, w, b, mean, var, False, 0.1, 1e-5)
+
+    torch.manual_seed(0)
+    args = (torch.randn(3, 2, 4), torch.randn(2), torch.randn(2), torch.randn(2), torch.rand(2))
+    got, want = eager_and_tvm(Inference(), *args)
+    assert [g.shape for g in got] == [tuple(w.shape) for w in want]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
