@@ -39,5 +39,5 @@ def test_var_mean_matches_pytorch(kwargs: dict[str, object]) -> None:
     x = torch.randn(3, 4, 6, generator=torch.Generator().manual_seed(0))
     got, want = eager_and_tvm(HandNorm(**kwargs), x)
     assert len(got) == 2
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
