@@ -56,6 +56,17 @@ def run_outputs(mod: tvm.IRModule, *args: np.ndarray) -> list[np.ndarray]:
     return flat(out)
 
 
+class Lambda(torch.nn.Module):
+    """A module whose forward is `f` (one op under test, written as a lambda)."""
+
+    def __init__(self, f: Callable[..., object]) -> None:
+        super().__init__()
+        self.f = f
+
+    def forward(self, *args: torch.Tensor) -> object:
+        return self.f(*args)
+
+
 def eager_and_tvm(
     model: torch.nn.Module, *args: torch.Tensor
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:

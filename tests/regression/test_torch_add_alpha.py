@@ -10,23 +10,11 @@ PyTorch, in float32 and in int64.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 import torch
 
-from .relaxrun import eager_and_tvm
-
-
-class Binary(torch.nn.Module):
-    def __init__(self, f: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-        super().__init__()
-        self.f = f
-
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return self.f(x, y)
-
+from .relaxrun import Lambda, eager_and_tvm
 
 CASES = {
     "add_alpha_2": lambda x, y: torch.add(x, y, alpha=2),
@@ -40,11 +28,11 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_alpha_scales_the_operand(name: str) -> None:
     torch.manual_seed(0)
-    got, want = eager_and_tvm(Binary(CASES[name]), torch.randn(4, 5), torch.randn(4, 5))
+    got, want = eager_and_tvm(Lambda(CASES[name]), torch.randn(4, 5), torch.randn(4, 5))
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
 
 
 def test_integer_alpha_is_exact() -> None:
     x, y = torch.randint(-9, 9, (4, 5)), torch.randint(-9, 9, (4, 5))
-    got, want = eager_and_tvm(Binary(lambda a, b: torch.sub(a, b, alpha=-2)), x, y)
+    got, want = eager_and_tvm(Lambda(lambda a, b: torch.sub(a, b, alpha=-2)), x, y)
     np.testing.assert_array_equal(got[0], want[0])

@@ -11,23 +11,11 @@ PyTorch's own FFT.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 import torch
 
-from .relaxrun import eager_and_tvm
-
-
-class Transform(torch.nn.Module):
-    def __init__(self, f: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        super().__init__()
-        self.f = f
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.f(x)
-
+from .relaxrun import Lambda, eager_and_tvm
 
 CASES = {
     "fnet_mixing": (lambda x: torch.fft.fftn(x, dim=(1, 2)).real, (2, 16, 24)),
@@ -51,8 +39,8 @@ CASES = {
 def test_transform_matches_pytorch(name: str) -> None:
     f, shape = CASES[name]
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    got, want = eager_and_tvm(Transform(f), x)
-    exact = Transform(f)(x.double()).numpy()
+    got, want = eager_and_tvm(Lambda(f), x)
+    exact = Lambda(f)(x.double()).numpy()
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5 * np.abs(exact).max())
     # no less accurate than PyTorch's FFT against a float64 transform (with float32's rounding)
     ours, theirs = np.abs(got[0] - exact).max(), np.abs(want[0] - exact).max()
