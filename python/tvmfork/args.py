@@ -329,6 +329,32 @@ def parser() -> argparse.ArgumentParser:
     )
     cf.add_argument("--report", help="report folder (default: out/conformance)")
     cf.add_argument(
+        "--bundle",
+        metavar="DIR",
+        help="compile each case here and write it into DIR (a new folder) for a device that "
+        "has only TVM's runtime: the libraries, their inputs and references, each side's "
+        "TVM without its compiler, the wheels it imports and a runner (`python DIR/run.py` "
+        "there; then --from-bundle)",
+    )
+    cf.add_argument(
+        "--bundle-limit",
+        type=int,
+        default=64,
+        metavar="MIB",
+        help="--bundle: the most it may hold, in MiB; cases past it are left out (default 64)",
+    )
+    cf.add_argument(
+        "--device-python",
+        default="3.12",
+        metavar="X.Y",
+        help="--bundle: the device's Python version, for the wheels it carries (default 3.12)",
+    )
+    cf.add_argument(
+        "--from-bundle",
+        metavar="DIR",
+        help="the report of a bundle's run on its device: the folder its run.py wrote (--out)",
+    )
+    cf.add_argument(
         "--shard",
         metavar="K/N",
         help="run the K-th of N deterministic shards of the cases (e.g. one per machine of a "

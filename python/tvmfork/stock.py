@@ -142,8 +142,9 @@ def fetch(
     return path, expected
 
 
-def download(spec: str, dest: Path) -> Path:
-    """The wheel pip picks for `spec` (e.g. apache-tvm==0.27.0.post1), cached in `dest`."""
+def download(spec: str, dest: Path, python: str = "", platform: str = "") -> Path:
+    """The wheel pip picks for `spec` (e.g. apache-tvm==0.27.0.post1), cached in `dest`; for
+    another Python (`python`, e.g. 3.12) and platform tag (`platform`) where given."""
     dest.mkdir(parents=True, exist_ok=True)
     before = set(dest.glob("*.whl"))
     r = proc.run(
@@ -157,6 +158,8 @@ def download(spec: str, dest: Path) -> Path:
             ":all:",
             "--dest",
             dest,
+            *(["--python-version", python, "--implementation", "cp"] if python else []),
+            *([f"--platform={platform}"] if platform else []),
             spec,
         ],
         check=False,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tvmfork import conformance, git, hostcpu, sides, stock, ui, venvs
-from tvmfork.conformance import devices, merge, remote, report, suites
+from tvmfork.conformance import bundles, devices, merge, remote, report, suites
 from tvmfork.conformance.casework.spec import RunConfig
 from tvmfork.conformance.options import Options
 from tvmfork.conformance.runner import CaseSpec, Result
@@ -61,6 +61,9 @@ def run(o: Options, settings: Settings, lock: Lock, series: Series, root: Path) 
     if o.merge:
         header, results = merge.merge(o.merge)
         return _write(results, header, out, time.monotonic())
+    if o.from_bundle is not None:
+        header, results = bundles.read_back(o.from_bundle)
+        return _write(results, header, out, time.monotonic())
     pair = sides.test_sides(settings, lock, series, root, stock_ffi=o.stock_ffi, fork_wheel=o.wheel)
     if not o.emulated:
         return _run(o, settings, root, pair, out)
@@ -86,7 +89,9 @@ def _context(o: Options, config: RunConfig, timed: bool) -> str:
         )
     if o.with_pkgs:
         context += f", with {' '.join(venvs.with_packages(o.with_pkgs))}"
-    if config.assemble:
+    if config.assemble and o.bundle is not None:
+        context += f", CUDA kernels assembled by nvcc for {','.join(config.assemble)}"
+    elif config.assemble:
         archs = ",".join(config.assemble)
         context += f", compile-only: each CUDA kernel assembled by nvcc for {archs}, not run"
     if o.jobs > 1 and config.remote is None:
@@ -107,7 +112,10 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
                 settings.cache_dir / "venvs", deps, extra_reqs, python=settings.python
             )
     config = dataclasses.replace(
-        config, threads=o.threads, extra_path=str(extra_path) if extra_path else ""
+        config,
+        threads=o.threads,
+        extra_path=str(extra_path) if extra_path else "",
+        bundle=str(o.bundle.folder) if o.bundle is not None else "",
     )
     if config.remote is not None:
         ui.note(remote.preflight(config.remote, pair.stock))
@@ -141,11 +149,16 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
         chosen = [cases[i] for i in o.shard.take(list(cases))]
         ui.note(f"shard {o.shard}: {len(chosen)} of the run's {total} cases")
     pythons = {side: {"stock": pair.stock, "fork": pair.fork}[side] for side in o.sides}
+    wheels = pair.wheels()
+    carried = (
+        bundles.prepare(o.bundle, pythons, wheels, settings.cache_dir / "wheels")
+        if o.bundle is not None
+        else []
+    )
     commit = _commit(root)  # the code that runs the cases, as it is when they start
     start = time.monotonic()
     ran = conformance.run(chosen, pythons, out, config, jobs=o.jobs) if chosen else None
     results = ran.results if ran is not None else []
-    wheels = pair.wheels()
     named: dict[str, dict[str, str]] = {}
     for side in o.sides:
         said = ran.imported.get(side, {}) if ran is not None else {}
@@ -166,7 +179,32 @@ def _run(o: Options, settings: Settings, root: Path, pair: sides.Sides, out: Pat
         commit=commit,
         date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
+    if o.bundle is not None:
+        device = "cuda" if config.assemble else "cpu"
+        packed = bundles.pack(o.bundle, chosen, results, o.sides, carried, header, device)
+        return _bundled(packed, start)
     return _write(results, header, out, start)
+
+
+def _bundled(packed: bundles.Packed, start: float) -> Outcome:
+    """What a bundle's build printed: its counts per suite and side, and the cases that stopped
+    here on the fork where stock's were bundled (a regression before any device runs)."""
+    results = packed.results
+    lines = [*report.summary(results), *packed.lines, f"({time.monotonic() - start:.0f} s)"]
+    bad = [
+        row
+        for row in report.rows(results)
+        if row.stock is not None
+        and row.fork is not None
+        and row.stock.status == "bundled"
+        and row.fork.status not in ("bundled", "not run")
+    ]
+    for row in bad:
+        assert row.fork is not None
+        lines.append(
+            f"REGRESSION {row.suite}/{row.case}: fork {report.word(row.fork)}: {row.fork.error}"
+        )
+    return Outcome(lines, bad, [])
 
 
 def _commit(root: Path) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tvmfork.conformance import suites
+from tvmfork.conformance.bundles import MIB, Plan
 from tvmfork.conformance.casework.catalog import globs
 from tvmfork.errors import UsageError
 
@@ -74,6 +75,8 @@ class Options:
     stock_ffi: str
     shard: Shard | None
     merge: list[Path]
+    bundle: Plan | None
+    from_bundle: Path | None
 
     @property
     def sides(self) -> list[str]:
@@ -81,8 +84,8 @@ class Options:
 
     def timed(self, remote: bool, compile_only: bool) -> bool:
         """Whether passing models are timed: not where asked not to, and never on a remote
-        device or a compile-only target (nothing is measured there)."""
-        return self.bench and not remote and not compile_only
+        device, a compile-only target or into a bundle (nothing is measured there)."""
+        return self.bench and not remote and not compile_only and self.bundle is None
 
 
 def _count(value: int | None, flag: str) -> None:
@@ -114,9 +117,18 @@ def from_args(a: argparse.Namespace) -> Options:
         if a.shard:
             raise UsageError("conformance merge joins shards: no --shard")
         names = []
-    elif not names and not (a.onnx or a.torch_module or a.hf):
+    from_bundle = Path(a.from_bundle).resolve() if a.from_bundle else None
+    if from_bundle is not None and (names or a.onnx or a.torch_module or a.hf or a.bundle):
+        raise UsageError("--from-bundle reads a device's run back: no suites, cases or --bundle")
+    if from_bundle is None and not merge and not names and not (a.onnx or a.torch_module or a.hf):
         names = ["ci"]
     suites.check_names(names)
+    bundle = None
+    if a.bundle:
+        if a.rpc_tracker or a.emulated or merge:
+            raise UsageError("--bundle compiles here for a device run later: no RPC devices")
+        bundle = Plan(Path(a.bundle).resolve(), a.bundle_limit * MIB, a.device_python)
+        bundle.check()
     wheel = Path(a.wheel).resolve() if a.wheel else None
     if wheel is not None and not wheel.is_file():
         raise UsageError(f"--wheel {a.wheel}: no such file")
@@ -149,4 +161,6 @@ def from_args(a: argparse.Namespace) -> Options:
         stock_ffi=a.stock_ffi,
         shard=Shard.parse(a.shard) if a.shard else None,
         merge=merge,
+        bundle=bundle,
+        from_bundle=from_bundle,
     )

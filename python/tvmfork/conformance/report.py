@@ -22,7 +22,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from tvmfork.conformance.runner import Result
 
-STATUSES = ("ok", "wrong", "error", "crash", "timeout", "not run")
+STATUSES = ("ok", "wrong", "error", "crash", "timeout", "not run", "bundled")
 HEADER = "run.json"
 
 

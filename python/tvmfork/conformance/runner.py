@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from tvmfork.conformance.casework import bundle
 from tvmfork.conformance.casework.spec import Message, RunConfig, Spec
 from tvmfork.errors import ProcessError
 
@@ -194,7 +195,11 @@ class Worker:
         assert self.proc is not None and self.proc.stdin is not None
         since = self.log_path.stat().st_size
         try:
-            message = Message(self.config, case.spec).to_json()
+            config = self.config
+            if config.bundle:  # each case in its own folder of the bundle
+                where = bundle.case_folder(self.side, case.suite, case.name)
+                config = replace(config, bundle=str(Path(config.bundle) / where))
+            message = Message(config, case.spec).to_json()
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:

@@ -16,7 +16,8 @@ linked by the cross compiler, a fresh RPC session from the tracker, the library 
 run (the VM), numerics (the comparison with the reference, computed here). A case that passes
 them all is `ok`. Compile-only targets (CUDA without a GPU) end after assemble: each kernel
 of the compiled module assembled by nvcc (ptxas) for each architecture asked; `ok` there means
-compiled and assembled.
+compiled and assembled. A bundled case (`RunConfig.bundle`) ends after bundle (the library
+and its calls written into its folder), `bundled`: it is judged where the device runs it.
 
 `python worker.py gen-onnx-node DIR` writes ONNX's node conformance cases into DIR
 (`casework.onnx_cases`); `python worker.py gen-opinfo DIR N` the first N samples of each op
@@ -74,7 +75,10 @@ def run_case(message: Message) -> dict[str, Any]:
         traceback.print_exc(file=sys.stderr)
     if message.run.remote is not None:
         release_devices()
-    stage = "ok" if status == "ok" else case.stage
+    if status == "ok" and case.written is not None:
+        case.written.close(case.info)
+        status = "bundled"  # judged on the device (`casework.bundle`)
+    stage = status if status in ("ok", "bundled") else case.stage
     return {"status": status, "stage": stage, "error": error, **case.times, **case.info}
 
 

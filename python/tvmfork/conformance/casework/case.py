@@ -41,6 +41,7 @@ class Case:
         self.stage = "load"
         self.times: dict[str, float] = {}
         self.info: dict[str, Any] = {}
+        self.written: Any = None  # a bundled case's `bundle.Writer`, closed when the case ends
 
     def enter(self, stage: str) -> None:
         self.stage = stage

@@ -4,13 +4,13 @@ inputs), or a torch model exported to ONNX as a user would, through from_onnx.""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
-from .backends import compile_case
+from .backends import checked, compile_case
 from .case import Case, CaseFailed
 from .compare import compare, leaves
+from .judge import Check
 from .timing import interleaved
 
 
@@ -118,20 +118,11 @@ def check_onnx(case: Case, model: Any, inputs: list[Any], want: list[Any], sess:
     case.enter("import")
     mod = from_onnx(model, keep_params_in_input=False)
     vm = compile_case(mod, case)
-    case.enter("run")
     by_name = dict(zip(names, inputs, strict=True))
     params = [str(getattr(p, "name", None) or p.name_hint) for p in mod["main"].params]
     ordered = [by_name[n] for n in params] if set(params) <= set(by_name) else inputs
-    args = [vm.tensor(x) for x in ordered]
-    t = time.perf_counter()
-    got = leaves(vm(*args))
-    case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
-    case.enter("numerics")
-    problem, rel = compare(got, want, spec.rtol, spec.atol, spec.rel_max)
-    if spec.rel_max:
-        case.info["rel_err"] = rel
-    if problem:
-        raise CaseFailed(problem)
+    check = Check(args=ordered, want=want, rtol=spec.rtol, atol=spec.atol, rel_max=spec.rel_max)
+    args = checked(case, vm, check)
     if spec.reps:
         fns = {"tvm": lambda: vm(*args)}
         if sess is not None:

@@ -13,13 +13,13 @@ imports, compiles and runs it, and compares with eager at the dtype's precision.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-from .backends import compile_case
+from .backends import checked, compile_case
 from .case import Case, CaseFailed, NotRun, export_reason
 from .compare import compare, leaves, nonfinite, to_numpy
+from .judge import NO_LESS_ACCURATE, Check
 
 # the dtypes a case is made in, where the op supports them on CPU
 DTYPES = ("float32", "float64", "int64", "bool", "bfloat16", "float16")
@@ -225,23 +225,22 @@ def run_opinfo(case: Case) -> None:
     case.enter("import")
     mod = from_exported_program(exported)
     vm = compile_case(mod, case)
-    case.enter("run")
-    args = [vm.tensor(to_numpy(x)) for x in inputs]
-    t = time.perf_counter()
-    got = leaves(vm(*args))
-    case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
-    case.enter("numerics")
     x = sample["input"]
     x = to_numpy(x) if isinstance(x, torch.Tensor) else None
-    got = tied_indices(spec.name, x, sample["args"], sample["kwargs"], got, want)
-    problem = by_output_dtype(got, want)
-    if problem and any(str(x.dtype) in HALF for x in inputs):
-        exact = in_float64(module, inputs)
-        if exact is not None:
-            problem = no_less_accurate(got, want, exact) or ""
-            case.info["half_vs_float64"] = "ok" if not problem else "worse"
-    if problem:
-        raise CaseFailed(problem)
+    half = any(str(t.dtype) in HALF for t in inputs)
+
+    def fill(check: Check) -> None:
+        check.exact = in_float64(module, inputs)
+
+    check = Check(
+        args=[to_numpy(t) for t in inputs],
+        want=want,
+        per_dtype=True,
+        ties=tie_axis(spec.name, x, sample["args"], sample["kwargs"]),
+        fallback=NO_LESS_ACCURATE if half else "",
+        fill=fill if half else None,
+    )
+    checked(case, vm, check)
 
 
 HALF = ("torch.float16", "torch.bfloat16")
@@ -318,20 +317,36 @@ def tied_indices(
     """`got` with each index output of an INDEX_DIMS op replaced by eager's where both point at
     equal values of the input `x` (numpy) along the op's dimension: among ties either index
     is right. Everything else is left as it is, for `compare`."""
+    axis = tie_axis(key, x, args, kwargs)
+    return got if axis is None else tied_at(got, want, *axis)
+
+
+def tie_axis(
+    key: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, int] | None:
+    """(the input as float64, the dimension) along which the index outputs of an INDEX_DIMS
+    op point (a flattened input where the op takes no dimension); None for other ops."""
     import numpy as np
 
     if key not in INDEX_DIMS or x is None:
-        return got
+        return None
     pos, keyword, default = INDEX_DIMS[key]
     dim = kwargs.get(keyword, args[pos] if 0 <= pos < len(args) else default)
     if not isinstance(dim, int) and dim is not None:
-        return got
+        return None
     x = np.asarray(x).astype(np.float64)
     if dim is None:
         x, dim = x.reshape(-1), 0
     if x.ndim == 0:
-        return got
-    dim %= x.ndim
+        return None
+    return x, dim % x.ndim
+
+
+def tied_at(got: list[Any], want: list[Any], x: Any, dim: int) -> list[Any]:
+    """`got` with each int64 output that points along `dim` of `x` at the values eager's
+    points at replaced by eager's."""
+    import numpy as np
+
     fixed = list(got)
     for i, (g, w) in enumerate(zip(got, want, strict=False)):
         g, w = np.asarray(g), np.asarray(w)

@@ -90,7 +90,11 @@ class RunConfig:
     runner sets from this at the worker's start: `worker_env`); None leaves each its default.
     `extra_path`: a folder of packages (`--with`) after the venv's own. `remote`: run each
     compiled case on a device of an RPC tracker. `assemble`: compile-only (CUDA without a
-    GPU), each kernel assembled by nvcc for these architectures.
+    GPU), each kernel assembled by nvcc for these architectures. `bundle`: this case's folder
+    of a bundle (`casework.bundle`): compiled, written there with its inputs and references
+    (CUDA kernels assembled for `assemble`), and run later on a device that has only TVM's
+    runtime; the runner sends the bundle's folder, and each case's message names the case's own
+    folder in it (`bundle.case_folder`).
     """
 
     target: str = "llvm"
@@ -98,6 +102,7 @@ class RunConfig:
     extra_path: str = ""
     remote: Remote | None = None
     assemble: tuple[str, ...] = ()
+    bundle: str = ""
 
     def worker_env(self) -> dict[str, str]:
         """The variables of the worker's process that its libraries read before any case:

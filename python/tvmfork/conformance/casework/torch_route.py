@@ -10,9 +10,10 @@ import os
 import time
 from typing import Any
 
-from .backends import Compiled, compile_case
+from .backends import Compiled, checked, compile_case, generated
 from .case import Case, CaseFailed, last_line
-from .compare import as_accurate, compare, leaves, to_numpy
+from .compare import compare, leaves, to_numpy
+from .judge import AS_ACCURATE, Check, Generation
 from .onnx_route import ort_session, run_torch_onnx
 from .timing import interleaved
 
@@ -73,29 +74,28 @@ def run_torch(case: Case) -> None:
     if dynamic:
         run_dynamic(case, vm, model, inputs, dynamic)
         return
-    case.enter("run")
 
-    args = [vm.tensor(to_numpy(x)) for x in inputs]
-    t = time.perf_counter()
-    got = leaves(vm(*args))
-    case.times["first_run_ms"] = (time.perf_counter() - t) * 1e3
-    case.enter("numerics")
-    problem, case.info["rel_err"] = compare(got, want, 0, 0, spec.rel_max)
-    if problem and wide is not None:
+    def fill(check: Check) -> None:
         # a half-precision model PyTorch itself computes far from exact: the fork's result
         # must be as close to the float32 computation as PyTorch's is (times 2)
+        assert wide is not None
         with torch.no_grad():
-            exact = leaves(wide.eval()(*widened(inputs)))
-            nearby = [
+            check.exact = leaves(wide.eval()(*widened(inputs)))
+            check.nearby = [
                 (leaves(model(*moved)), leaves(wide(*widened(moved))))
                 for moved in nearby_inputs(inputs, NEARBY)
             ]
-        floating = (p.dtype for p in model.parameters() if p.is_floating_point())
-        dtype = str(next(floating, torch.float32)).removeprefix("torch.")
-        problem, errors = as_accurate(got, want, exact, dtype, nearby)
-        case.info.update(errors)
-    if problem:
-        raise CaseFailed(problem)
+
+    floating = (p.dtype for p in model.parameters() if p.is_floating_point())
+    check = Check(
+        args=[to_numpy(x) for x in inputs],
+        want=want,
+        rel_max=spec.rel_max,
+        fallback=AS_ACCURATE if wide is not None else "",
+        model_dtype=str(next(floating, torch.float32)).removeprefix("torch."),
+        fill=fill if wide is not None else None,
+    )
+    args = checked(case, vm, check)
     if spec.reps:
 
         def eager() -> None:
@@ -181,22 +181,20 @@ def run_dynamic(
     reps, the median ms of TVM and PyTorch at each size (`tvm_ms@N`, `torch_ms@N`)."""
     import torch
 
-    worst = 0.0
     for size in dynamic["sizes"]:
-        case.enter("run")
         args = tuple(inputs)
         for i, per_input in dynamic["dims"].items():
             for d in per_input:
                 args = (*args[:i], resized(args[i], d, size), *args[i + 1 :])
         with torch.no_grad():
             want = leaves(model(*args))
-        tvm_args = [vm.tensor(to_numpy(x)) for x in args]
-        got = leaves(vm(*tvm_args))
-        case.enter("numerics")
-        problem, rel = compare(got, want, 0, 0, case.spec.rel_max)
-        worst = max(worst, rel)
-        if problem:
-            raise CaseFailed(f"size {size}: {problem}")
+        check = Check(
+            args=[to_numpy(x) for x in args],
+            want=want,
+            rel_max=case.spec.rel_max,
+            label=f"size {size}: ",
+        )
+        tvm_args = checked(case, vm, check)
         if case.spec.reps:
 
             def eager(args: tuple[Any, ...] = args) -> None:
@@ -206,7 +204,6 @@ def run_dynamic(
             fns = {"torch": eager, "tvm": lambda a=tvm_args: vm(*a)}
             times = interleaved(fns, case.spec.reps, case.spec.budget_s, case.run.threads)
             case.times.update({f"{k}@{size}": v for k, v in times.items()})
-    case.info["rel_err"] = worst
 
 
 def run_generate(case: Case, model: Any, prompt: Any, generate: dict[str, Any]) -> None:
@@ -216,9 +213,7 @@ def run_generate(case: Case, model: Any, prompt: Any, generate: dict[str, Any]) 
 
     Nothing of the fork's runner is used, so stock and fork run the same loop; a module
     that returns no buffers runs without state (and generates wrong tokens)."""
-    import numpy as np
     import torch
-    import tvm
     from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
     from tvm.relax.frontend.torch import from_exported_program
 
@@ -245,24 +240,8 @@ def run_generate(case: Case, model: Any, prompt: Any, generate: dict[str, Any]) 
         list(attrs["mutated_buffer_values"]) if attrs and "mutated_buffer_values" in attrs else []
     )
     vm = compile_case(mod, case)
-    case.enter("run")
-    state = [vm.tensor(v.numpy()) for v in first]
-
-    def step(ids: Any, positions: Any) -> int:
-        nonlocal state
-        out = vm(vm.tensor(ids), vm.tensor(positions), *state)
-        outs = list(out) if not isinstance(out, tvm.runtime.Tensor) else [out]
-        state = outs[len(outs) - len(state) :] if state else []
-        return int(np.argmax(outs[0].numpy()[0, -1]))
-
-    got = [step(prompt.numpy(), np.arange(length, dtype="int64"))]
-    for position in range(length, length + count - 1):
-        got.append(step(np.array([[got[-1]]], "int64"), np.array([position], "int64")))
-    case.enter("numerics")
-    case.info["tokens"] = count
-    wrong = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
-    if wrong is not None:
-        raise CaseFailed(f"token {wrong} of {count}: {got[wrong]}, PyTorch {want[wrong]}")
+    generation = Generation(prompt.numpy(), [v.numpy() for v in first], count, want)
+    generated(case, vm, generation)
 
 
 def ort_of_torch(case: Case, model: Any, inputs: tuple[Any, ...], want: list[Any]) -> Any:
