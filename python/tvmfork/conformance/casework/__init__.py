@@ -8,8 +8,12 @@ their functions, so each one is importable (and testable) without a TVM venv:
 - `spec`: what the runner sends (the run's configuration, one case);
 - `case`: a case in progress, its stages and the errors that end it;
 - `compare`: results flattened to arrays and compared with the reference;
+- `judge`: a call of a compiled case and what its outputs are held to, and the verdict,
+  wherever the module ran;
+- `bundle`: a case written for a device that has only TVM's runtime, and read back there;
 - `timing`: interleaved medians, shared with `scripts/`;
-- `backends`: compiling for a target and running here, on an RPC device or assembling only;
+- `backends`: compiling for a target and running here, on an RPC device, into a bundle, or
+  assembling only;
 - `torch_route`, `onnx_route`: the two ways a model comes in;
 - `onnx_cases`: ONNX's node conformance cases written out from the onnx wheel.
 """
