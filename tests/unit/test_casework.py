@@ -91,7 +91,7 @@ def test_opinfo_accepts_another_index_only_among_tied_values() -> None:
 
 def test_opinfo_compares_each_output_at_its_own_dtype() -> None:
     np = pytest.importorskip("numpy")
-    from tvmfork.conformance.casework.opinfo import by_output_dtype
+    from tvmfork.conformance.casework.judge import by_output_dtype
 
     # a bool sample's float64 softmax: float64's tolerance, not the exactness of bools
     want = [np.array([0.25, 0.0]), np.array([True, False])]
@@ -106,7 +106,7 @@ def test_opinfo_compares_each_output_at_its_own_dtype() -> None:
 def test_half_precision_results_are_held_to_the_exact_result_as_eager_is() -> None:
     np = pytest.importorskip("numpy")
     from tvmfork.conformance.casework.compare import as_accurate
-    from tvmfork.conformance.casework.opinfo import no_less_accurate
+    from tvmfork.conformance.casework.judge import no_less_accurate
 
     # opinfo: eager's float16 is 12 steps off where the fork's is exact: no less accurate
     exact = [np.array([-0.18290667, 1.0])]

@@ -341,7 +341,7 @@ def opinfo(cache: Path, python: Path, limits: Limits, *patterns: list[str]) -> l
         CaseSpec(
             "opinfo",
             e["name"],
-            # compared at each output's dtype's tolerances (casework.opinfo.TOLERANCES)
+            # compared at each output's dtype's tolerances (casework.judge.TOLERANCES)
             Spec(kind="opinfo", name=e["op"], data=e.get("sample", "")),
             limits.node_timeout,
             e.get("skip", ""),

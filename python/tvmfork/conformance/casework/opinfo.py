@@ -18,23 +18,11 @@ from typing import Any
 
 from .backends import checked, compile_case
 from .case import Case, CaseFailed, NotRun, export_reason
-from .compare import compare, leaves, nonfinite, to_numpy
-from .judge import NO_LESS_ACCURATE, Check
+from .compare import compare, leaves, to_numpy
+from .judge import NO_LESS_ACCURATE, Check, tied_at
 
 # the dtypes a case is made in, where the op supports them on CPU
 DTYPES = ("float32", "float64", "int64", "bool", "bfloat16", "float16")
-# (rtol, atol) per dtype of the case: PyTorch's own assert_close tolerances for float32 and
-# float64 widened to an order of a fused or reordered computation; the half precisions at
-# their precision (a few units in the last place, and an absolute floor for cancellation).
-# Integers and bools are compared exactly whatever these say.
-TOLERANCES = {
-    "float64": (1e-7, 1e-7),
-    "float32": (1e-4, 1e-5),
-    "bfloat16": (1.6e-2, 1e-2),
-    "float16": (2e-3, 1e-3),
-    "int64": (0.0, 0.0),
-    "bool": (0.0, 0.0),
-}
 # ops whose outputs include indices into a dimension of the input, and where that dimension
 # is among (input, args, kwargs): the argument's position in args, its keyword, its default.
 # Among tied values any index is right (PyTorch itself does not promise which), so an index
@@ -259,53 +247,6 @@ def in_float64(module: Any, inputs: tuple[Any, ...]) -> list[Any] | None:
         return None
 
 
-def no_less_accurate(got: list[Any], want: list[Any], exact: list[Any]) -> str:
-    """ "" where each half-precision output of `got` is, element by element, within its
-    dtype's TOLERANCES of eager's `want` or no farther from the float64 result `exact` than
-    eager's is (PyTorch's float16 instance norm is 12 steps off where the fork's is exact);
-    else the problem. Counts, shapes and dtypes must match and other outputs as before."""
-    import numpy as np
-
-    if len(got) != len(want) or len(exact) != len(want):
-        return by_output_dtype(got, want)
-    for i, (g, w, e) in enumerate(zip(got, want, exact, strict=True)):
-        g, w, e = np.asarray(g), np.asarray(w), np.asarray(e)
-        if str(w.dtype) not in ("float16", "bfloat16") or e.shape != w.shape:
-            problem = by_output_dtype([g], [w])
-        elif g.shape != w.shape or str(g.dtype) != str(w.dtype):
-            problem = by_output_dtype([g], [w])
-        else:
-            rtol, atol = TOLERANCES[str(w.dtype)]
-            gf, wf, ef = (a.astype(np.float64) for a in (g, w, e))
-            problem = nonfinite(gf, wf)
-            close = np.abs(gf - wf) <= atol + rtol * np.abs(wf)
-            closer = np.abs(gf - ef) <= np.abs(wf - ef)
-            bad = np.isfinite(wf) & ~(close | closer)
-            if not problem and bad.any():
-                j = int(np.flatnonzero(bad)[0])
-                problem = (
-                    f"output 0: {int(bad.sum())} element(s) beyond tolerance and farther from "
-                    f"the float64 result than eager's: {gf.flat[j]:g}, eager {wf.flat[j]:g}, "
-                    f"float64 {ef.flat[j]:g}"
-                )
-        if problem:
-            return problem.replace("output 0:", f"output {i}:", 1)
-    return ""
-
-
-def by_output_dtype(got: list[Any], want: list[Any]) -> str:
-    """`compare` with each output at its own dtype's TOLERANCES (a bool sample's softmax is
-    float64, compared as float64), float32's for a dtype not listed; "" when all match."""
-    if len(got) != len(want):
-        return compare(got, want, 0, 0, 0)[0]
-    for i, (g, w) in enumerate(zip(got, want, strict=True)):
-        rtol, atol = TOLERANCES.get(str(getattr(w, "dtype", "")), TOLERANCES["float32"])
-        problem, _ = compare([g], [w], rtol, atol, 0)
-        if problem:
-            return problem.replace("output 0:", f"output {i}:", 1)
-    return ""
-
-
 def tied_indices(
     key: str,
     x: Any,
@@ -340,25 +281,3 @@ def tie_axis(
     if x.ndim == 0:
         return None
     return x, dim % x.ndim
-
-
-def tied_at(got: list[Any], want: list[Any], x: Any, dim: int) -> list[Any]:
-    """`got` with each int64 output that points along `dim` of `x` at the values eager's
-    points at replaced by eager's."""
-    import numpy as np
-
-    fixed = list(got)
-    for i, (g, w) in enumerate(zip(got, want, strict=False)):
-        g, w = np.asarray(g), np.asarray(w)
-        if w.dtype != np.int64 or g.shape != w.shape or g.dtype != w.dtype:
-            continue
-        if g.ndim != x.ndim:  # a reduced dimension: compare along it kept
-            g, w = np.expand_dims(g, dim), np.expand_dims(w, dim)
-        if g.shape[:dim] + g.shape[dim + 1 :] != x.shape[:dim] + x.shape[dim + 1 :]:
-            continue
-        if g.min(initial=0) < -x.shape[dim] or g.max(initial=0) >= x.shape[dim]:
-            continue
-        a, b = np.take_along_axis(x, g, dim), np.take_along_axis(x, w, dim)
-        if np.array_equal(a, b, equal_nan=True):
-            fixed[i] = want[i]
-    return fixed
