@@ -6,6 +6,7 @@ TVM, on both sides, is the conformance lane's test_bundle.)"""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,7 @@ def _case(name: str) -> CaseSpec:
 def _bundled(folder: Path, side: str, name: str, size: int) -> Result:
     where = folder / bundle.case_folder(side, "s", name)
     where.mkdir(parents=True)
-    (where / bundle.LIBRARY).write_bytes(b"\0" * size)
+    (where / bundle.LIBRARY).write_bytes(os.urandom(size))  # as a library: hardly compressible
     return Result("s", name, side, "bundled", "bundled")
 
 
@@ -111,7 +112,9 @@ def test_pack_leaves_out_what_passes_the_limit_and_reads_back(tmp_path: Path) ->
     assert "LEFT OUT (over the limit): 1: s/big (4.0 MiB)" in packed.lines
     manifest = json.loads((plan.folder / "manifest.json").read_text())
     assert [c["case"] for c in manifest["cases"]] == ["small", "broken", "last"]
-    assert not (plan.folder / bundle.case_folder("fork", "s", "big")).exists()
+    assert not list((plan.folder / "cases").glob("*/s-big-*"))  # neither folder nor zip
+    assert not [p for p in (plan.folder / "cases").glob("*/*") if p.is_dir()]  # all zipped
+    assert manifest["cases"][0]["folders"]["fork"].endswith(".zip")
     big = [r for r in packed.results if r.case == "big"]
     assert [r.status for r in big] == ["not run", "not run"]
 

@@ -156,7 +156,8 @@ def serve(device_kind: str) -> int:
 
 
 def unpack(manifest: dict[str, Any], env: Path) -> dict[str, list[Path]]:
-    """Each side's import path: its TVM without the compiler, then the bundle's wheels."""
+    """Each side's import path: its TVM without the compiler, then the bundle's wheels (each
+    case's zip is unpacked under `env/cases` as it comes)."""
     common = env / "common"
     stamp = env / ".unpacked"
     if not stamp.exists():
@@ -298,7 +299,11 @@ def main(argv: list[str]) -> int:
         for i, c in enumerate(cases):
             parts = []
             for side, folder in c["folders"].items():
-                r = sides[side].run(HERE / folder, a.timeout or c["timeout"])
+                where = out / "env" / folder.removesuffix(".zip")
+                if not where.is_dir():
+                    with zipfile.ZipFile(HERE / folder) as z:
+                        z.extractall(where)
+                r = sides[side].run(where, a.timeout or c["timeout"])
                 r = {**r, "suite": c["suite"], "case": c["case"], "side": side}
                 r["tvm"] = sides[side].ready.get("tvm", "")
                 r["tvm_file"] = sides[side].ready.get("tvm_file", "")

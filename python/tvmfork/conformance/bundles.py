@@ -9,8 +9,9 @@ DIR holds, beside the cases: `run.py` and `casework/` (the runner and the judgin
 headers or sources: the runtime libraries and the Python that imports them),
 `wheels/` (apache-tvm-ffi, ml_dtypes and typing_extensions for the device's Python,
 downloaded here), `manifest.json` (the sides, the target, the cases and their folders) and
-`build.jsonl` (each case's result here: `bundled`, or where it stopped). It never grows past
-its limit: a case (both sides together) that would carry it past is left out, and said so.
+`build.jsonl` (each case's result here: `bundled`, or where it stopped). Each case's folder
+is zipped (`cases/SIDE/NAME.zip`: libraries shrink 2-3 times). It never grows past its
+limit: a case (both sides together) that would carry it past is left out, and said so.
 """
 
 from __future__ import annotations
@@ -136,6 +137,18 @@ def prepare(plan: Plan, sides: dict[str, Path], wheels: dict[str, Path], cache: 
     return carried
 
 
+def zip_case(where: Path) -> int:
+    """A case's folder zipped into WHERE.zip (compressed: its libraries shrink 2-3 times) and
+    removed; the zip's size."""
+    dest = where.parent / f"{where.name}.zip"
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(where.rglob("*")):
+            if f.is_file():
+                z.write(f, f.relative_to(where).as_posix())
+    shutil.rmtree(where)
+    return dest.stat().st_size
+
+
 @dataclass
 class Packed:
     """What `pack` wrote: the results as the build ends them (left-out cases `not run`), the
@@ -159,7 +172,11 @@ def pack(
     the limit allows (both sides of a case, or neither), the manifest and the build's
     results."""
     folder = plan.folder
+    # what the cases do not take: the runtime, the runner, and room for the manifest and
+    # the build's results (written last)
     size = casefile.folder_size(folder) - casefile.folder_size(folder / "cases")
+    size += len(json.dumps(header.to_json())) + 4096
+    size += sum(len(json.dumps(r.to_json())) + 200 for r in results)
     by_case: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         by_case.setdefault((r.suite, r.case), []).append(r)
@@ -173,10 +190,17 @@ def pack(
             for r in rs
             if r.status == "bundled"
         }
-        need = sum(casefile.folder_size(folder / f) for f in bundled.values())
+        zipped = {side: zip_case(folder / f) for side, f in bundled.items()}
+        entry = {
+            "suite": case.suite,
+            "case": case.name,
+            "timeout": case.timeout,
+            "folders": {side: f"{f}.zip" for side, f in bundled.items()},
+        }
+        need = sum(zipped.values()) + len(json.dumps(entry, indent=1)) + 16
         if bundled and size + need > plan.limit:
             for f in bundled.values():
-                shutil.rmtree(folder / f, ignore_errors=True)
+                (folder / f"{f}.zip").unlink()
             why = (
                 f"left out of the bundle: {need / MIB:.1f} MiB more would pass its limit of "
                 f"{plan.limit / MIB:.0f} MiB"
@@ -188,20 +212,12 @@ def pack(
             left_out.append(f"{case.suite}/{case.name} ({need / MIB:.1f} MiB)")
         elif bundled:
             size += need
-            listed.append(
-                {
-                    "suite": case.suite,
-                    "case": case.name,
-                    "timeout": case.timeout,
-                    "folders": bundled,
-                }
-            )
+            listed.append(entry)
         out_results += rs
     # the folders of cases that did not finish here (an error after bundle began)
-    keep = {str(f) for c in listed for f in c["folders"].values()}
     for side_dir in (folder / "cases").glob("*"):
-        for done in side_dir.glob("*"):
-            if f"cases/{side_dir.name}/{done.name}" not in keep:
+        for done in side_dir.iterdir():
+            if done.is_dir():
                 shutil.rmtree(done, ignore_errors=True)
     manifest = {
         "format": FORMAT,
@@ -218,6 +234,7 @@ def pack(
         for r in out_results:
             fh.write(json.dumps(r.to_json()) + "\n")
     size = casefile.folder_size(folder)
+    assert size <= plan.limit, f"{size} bytes: over the limit {plan.limit}"
     lines = [
         f"bundle: {folder}: {size / MIB:.1f} MiB (limit {plan.limit / MIB:.0f} MiB), "
         f"{len(listed)} case(s) on {' and '.join(sides)} for a {device} device with Python "
