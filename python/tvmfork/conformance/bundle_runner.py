@@ -138,9 +138,10 @@ def serve(device_kind: str) -> int:
     sys.stdout = sys.stderr
     import tvm
 
-    # runtime-only TVM loads libtvm_runtime alone; the rest of what a compiled module may
-    # call (contrib sort, random) is in libtvm_runtime_extra, loaded as `import tvm` loads it
-    # with the compiler: for its registrations
+    # stock's runtime-only TVM loads libtvm_runtime alone (the fork's loads the rest too:
+    # patch load-the-runtime-libraries-in-a-runtime-only-tvm); what a compiled module may
+    # call besides (contrib sort, random) is in libtvm_runtime_extra, loaded here as `import
+    # tvm` loads it with the compiler, for its registrations (loading it twice is harmless)
     extra = Path(tvm.__file__).parent / "lib" / "libtvm_runtime_extra.so"
     if extra.is_file():
         ctypes.CDLL(str(extra), mode=ctypes.RTLD_LOCAL)
