@@ -23,9 +23,7 @@ import ctypes
 import fnmatch
 import json
 import os
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -37,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # casework/
 
 from casework import bundle as bundlefile  # noqa: E402
+from casework import pipe  # noqa: E402
 from casework.compare import leaves  # noqa: E402
 from casework.judge import Check, generation_verdict, greedy, verdict  # noqa: E402
 
@@ -180,7 +179,7 @@ class Side:
     def __init__(self, side: str, path: list[Path], device_kind: str, log: Path) -> None:
         self.side, self.path, self.device_kind, self.log_path = side, path, device_kind, log
         self.proc: subprocess.Popen[bytes] | None = None
-        self.buf = b""
+        self.buf = bytearray()
         self.ready: dict[str, Any] = {}
 
     def start(self) -> None:
@@ -199,7 +198,7 @@ class Side:
                 env=env,
                 start_new_session=True,
             )
-        self.buf = b""
+        self.buf = bytearray()
         line = self.read(time.monotonic() + START_TIMEOUT)
         self.ready = json.loads(line) if line else {}
         if not self.ready.get("ready"):
@@ -210,30 +209,14 @@ class Side:
             )
 
     def read(self, deadline: float) -> bytes | None:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self.buf:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    return None
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    return None
-                self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
+        assert self.proc is not None
+        line: bytes | None = pipe.read_line(self.proc, self.buf, deadline)
         return line
 
     def stop(self) -> int | None:
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        code = self.proc.wait()
+        code: int = pipe.stop(self.proc)
         self.proc = None
         return code
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import threading
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from tvmfork.conformance.casework import bundle
+from tvmfork.conformance.casework import bundle, pipe
 from tvmfork.conformance.casework.spec import Message, RunConfig, Spec
 from tvmfork.errors import ProcessError
 
@@ -111,7 +110,7 @@ class Worker:
         self.log_path = log
         self.config = config
         self.proc: subprocess.Popen[bytes] | None = None
-        self.buf = b""
+        self.buf = bytearray()
         self.log: IO[bytes] | None = None
         self.ready: dict[str, Any] = {}
 
@@ -126,7 +125,7 @@ class Worker:
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **self.config.worker_env()},
             start_new_session=True,  # its own process group: a timeout kills its children too
         )
-        self.buf = b""
+        self.buf = bytearray()
         line = self._read_line(time.monotonic() + START_TIMEOUT)
         self.ready = json.loads(line) if line is not None else {}
         if not self.ready.get("ready"):
@@ -138,20 +137,8 @@ class Worker:
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The next protocol line; None at EOF or when the deadline passes."""
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self.buf:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    return None
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    return None
-                self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line
+        assert self.proc is not None
+        return pipe.read_line(self.proc, self.buf, deadline)
 
     def _log_since(self, since: int) -> bytes:
         """What the worker wrote to stderr after offset `since`."""
@@ -174,15 +161,7 @@ class Worker:
     def stop(self) -> int | None:
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        code = self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
+        code = pipe.stop(self.proc)
         self.proc = None
         if self.log is not None:
             self.log.close()

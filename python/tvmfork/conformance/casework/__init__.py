@@ -11,6 +11,8 @@ their functions, so each one is importable (and testable) without a TVM venv:
 - `judge`: a call of a compiled case and what its outputs are held to, and the verdict,
   wherever the module ran;
 - `bundle`: a case written for a device that has only TVM's runtime, and read back there;
+- `pipe`: a serving process's next protocol line, and stopping it (the runner's and a
+  bundle's runner's);
 - `timing`: interleaved medians, shared with `scripts/`;
 - `backends`: compiling for a target and running here, on an RPC device, into a bundle, or
   assembling only;

@@ -19,7 +19,7 @@ from typing import Any
 from .backends import checked, compile_case
 from .case import Case, CaseFailed, NotRun, export_reason
 from .compare import compare, leaves, to_numpy
-from .judge import NO_LESS_ACCURATE, Check, tied_at
+from .judge import NO_LESS_ACCURATE, Check
 
 # the dtypes a case is made in, where the op supports them on CPU
 DTYPES = ("float32", "float64", "int64", "bool", "bfloat16", "float16")
@@ -245,21 +245,6 @@ def in_float64(module: Any, inputs: tuple[Any, ...]) -> list[Any] | None:
             return leaves(module(*wide))
     except Exception:  # an op that takes only its dtype: no exact result to hold to
         return None
-
-
-def tied_indices(
-    key: str,
-    x: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    got: list[Any],
-    want: list[Any],
-) -> list[Any]:
-    """`got` with each index output of an INDEX_DIMS op replaced by eager's where both point at
-    equal values of the input `x` (numpy) along the op's dimension: among ties either index
-    is right. Everything else is left as it is, for `compare`."""
-    axis = tie_axis(key, x, args, kwargs)
-    return got if axis is None else tied_at(got, want, *axis)
 
 
 def tie_axis(
