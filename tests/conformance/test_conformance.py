@@ -143,6 +143,21 @@ assert R.shrink(transformers.AutoConfig.for_model("deepseek_v2")).num_experts_pe
 # state-space heads span the expanded width
 m2 = R.shrink(transformers.AutoConfig.for_model("mamba2"))
 assert m2.num_heads * m2.head_dim == m2.expand * m2.hidden_size
+# a field that varies per layer (Gemma 4: getattr refuses it) shrunk as stored; one the
+# config derives (Funnel's layer count from its blocks) left, its source shrunk instead
+g4 = R.shrink(transformers.AutoConfig.for_model("gemma4")).text_config
+assert (g4.num_hidden_layers, vars(g4)["hidden_size"]) == (2, 64)
+assert list(R.shrink(transformers.AutoConfig.for_model("funnel")).block_sizes) == [1, 1, 1]
+# an alias of attribute_map shrunk through it (Kimi Linear's experts per token)
+assert R.shrink(transformers.AutoConfig.for_model("kimi_linear")).num_experts_per_tok == 2
+# Swin's heads per stage divide its widths; hybrid stacks keep an attention layer
+swin = R.shrink(transformers.AutoConfig.for_model("swin"))
+assert all(swin.embed_dim * 2**i % h == 0 for i, h in enumerate(swin.num_heads)), swin.num_heads
+jamba = R.shrink(transformers.AutoConfig.for_model("jamba"))
+assert (jamba.attn_layer_period, jamba.attn_layer_offset) == (2, 1)
+# a type that needs more than shrink (Zamba: two hybrid layers share a transformer)
+zamba = R.Case("AutoModelForCausalLM", "zamba", "nocache", "float32").config()
+assert zamba.num_hidden_layers == 4 and zamba.layers_block_type.count("hybrid") == 2
 # afmoe's router gate starts at zero: the suite draws it, so experts do not tie
 model, _ = R.CASES["afmoe.lm-nocache.float32"]()
 gates = [p for n, p in model.named_parameters() if n.endswith("router.gate.weight")]

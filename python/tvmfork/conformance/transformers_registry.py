@@ -127,19 +127,46 @@ SMALL = {
     **dict.fromkeys(
         ("max_position_embeddings", "n_positions", "max_seq_len", "n_ctx", "seq_length"), 128
     ),
-    # images
+    # images (and Swin's windows, which must fit the last stage's map of a small image)
     "image_size": IMAGE,
+    "window_size": 2,
+    # hybrid stacks: an attention (or expert) layer every `period` layers from `offset`, so
+    # that the layers kept hold one (Jamba, Zamba)
+    **dict.fromkeys(("attn_layer_period", "expert_layer_period"), 2),
+    **dict.fromkeys(("attn_layer_offset", "expert_layer_offset"), 1),
 }
+# fields listing each stage's heads (Swin): each made the largest power of two at most
+# itself, which divides every stage's width
+HEAD_LISTS = ("num_heads", "num_attention_heads")
 # per-layer fields made of layer indices (keep those of the kept layers)
 LAYER_INDEX_LISTS = ("mlp_only_layers", "full_attn_idxs", "attn_layer_indices")
 
 
+def _get(config: Any, key: str) -> Any:
+    """`config.key` (aliases of `attribute_map` included), or None; the stored value where
+    the config refuses to give one field for every layer (Gemma 4, dots3: a per-layer
+    attribute)."""
+    try:
+        return getattr(config, key, None)
+    except RuntimeError:  # transformers' AmbiguousGlobalPerLayerAttributeError
+        return vars(config).get(key)
+
+
 def _layers(config: Any) -> int | None:
     for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
-        value = getattr(config, key, None)
+        value = _get(config, key)
         if isinstance(value, int):
             return value
     return None
+
+
+def _put(config: Any, key: str, value: Any) -> None:
+    """`config.key = value`, unless the config refuses to set the field (Funnel's and
+    ProphetNet's layer counts are derived from other fields: those are set instead)."""
+    try:
+        setattr(config, key, value)
+    except NotImplementedError:
+        pass
 
 
 def _kept(values: list[Any], count: int) -> list[Any]:
@@ -152,6 +179,20 @@ def _kept(values: list[Any], count: int) -> list[Any]:
     return kept
 
 
+# what a type needs beyond `shrink` (set after it)
+NEEDS: dict[str, dict[str, Any]] = {
+    # its shared transformer is tied across its hybrid layers (it needs two of them), its
+    # attention twice as wide as the model
+    "zamba": {
+        "num_hidden_layers": 4,
+        "layers_block_type": ["linear_attention", "hybrid"] * 2,
+        "attention_hidden_size": 2 * WIDTH,
+        "attention_head_dim": 2 * WIDTH // 4,
+        "mamba_dt_rank": 8,
+    },
+}
+
+
 def shrink(config: Any) -> Any:
     """`config` (a transformers PretrainedConfig, default values) made small: every field in
     SMALL that it has set to its small value (never larger than it was), lists with one entry
@@ -161,11 +202,14 @@ def shrink(config: Any) -> Any:
 
     before = _layers(config)
     for key, small in SMALL.items():
-        value = getattr(config, key, None)
+        value = _get(config, key)
         if isinstance(value, int) and not isinstance(value, bool) and value > small:
-            setattr(config, key, small)
+            _put(config, key, small)
     after = _layers(config)
     for key, value in list(vars(config).items()):
+        if key in HEAD_LISTS and isinstance(value, (list, tuple)) and value:
+            value = type(value)(1 << (max(int(h), 1).bit_length() - 1) for h in value)
+            setattr(config, key, value)
         if isinstance(value, transformers.PretrainedConfig):
             shrink(value)
         elif isinstance(value, dict) and "model_type" in value:
@@ -183,6 +227,8 @@ def shrink(config: Any) -> Any:
             setattr(config, key, type(value)(i for i in value if i < after))
         elif key.endswith("_token_id") and isinstance(value, int) and value >= VOCAB:
             setattr(config, key, VOCAB - 1 - (hash(key) % 8))
+        elif key == "block_sizes" and isinstance(value, (list, tuple)):  # Funnel's layers
+            setattr(config, key, type(value)(1 for _ in value))
     _consistent(config)
     return config
 
@@ -211,6 +257,8 @@ def _consistent(config: Any) -> None:
     if experts and "num_experts_per_tok" in c and c["num_experts_per_tok"] is None:
         config.num_experts_per_tok = min(SMALL["num_experts_per_tok"], experts[0])  # DeepSeek-V2
     hidden = c.get("hidden_size", WIDTH)
+    if isinstance(c.get("axial_pos_embds_dim"), (list, tuple)):  # Reformer: they sum to it
+        config.axial_pos_embds_dim = (hidden // 2, hidden - hidden // 2)
     for n, d, e in (
         ("num_heads", "head_dim", "expand"),
         ("mamba_n_heads", "mamba_d_head", "mamba_expand"),
@@ -218,6 +266,22 @@ def _consistent(config: Any) -> None:
     ):
         if all(isinstance(c.get(k), (int, float)) for k in (n, d, e)):
             setattr(config, n, int(c[e] * hidden) // c[d])
+
+
+def _sub_config(config: Any, config_class: type) -> Any:
+    """The sub-config of a composite `config` that the model class takes: its text model's
+    (Llama 4, Qwen3.5), or the one sub-config of that class (MusicGen's decoder, where the
+    text config is ambiguous); `config` itself where none is."""
+    import transformers
+
+    try:
+        text = config.get_text_config()
+    except ValueError:
+        text = None
+    if isinstance(text, config_class):
+        return text
+    subs = [v for v in vars(config).values() if isinstance(v, transformers.PretrainedConfig)]
+    return next((v for v in subs if isinstance(v, config_class)), config)
 
 
 def _text(config: Any) -> Any:
@@ -278,7 +342,10 @@ class Case:
     def config(self) -> Any:
         import transformers
 
-        return shrink(transformers.AutoConfig.for_model(self.model_type))
+        config = shrink(transformers.AutoConfig.for_model(self.model_type))
+        for key, value in NEEDS.get(self.model_type, {}).items():
+            setattr(config, key, value)
+        return config
 
     def __call__(self) -> tuple[Any, ...]:
         """(model, inputs), and for a half-precision case {"float32": the model in float32}
@@ -292,9 +359,12 @@ class Case:
         cls = getattr(transformers, names if isinstance(names, str) else names[0])
         config_class = getattr(cls, "config_class", None)
         if config_class is not None and not isinstance(config, config_class):
-            text = config.get_text_config()  # a text model of a composite (Llama 4, Qwen3.5)
-            config = text if isinstance(text, config_class) else config
+            config = _sub_config(config, config_class)
+        if self.auto == "AutoModelForCausalLM" and "is_decoder" in vars(config):
+            config.is_decoder = True  # an encoder's LM head as a decoder (Reformer requires it)
         model = cls._from_config(config).eval()
+        if hasattr(model, "set_default_language"):  # X-MOD: one adapter per language
+            model.set_default_language(next(iter(config.languages)))
         _drawn(model)
         model = model.to(DTYPES[self.dtype])
         call = {"use_cache": False} if self.call == "nocache" else {}
