@@ -173,7 +173,6 @@ CI_OPINFO = [
     "kthvalue.*",
     "addmv.*",
     "nonzero.*",
-    "nn.functional.adaptive_avg_pool1d.*",
 ]
 # `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and
 # transformers of each kind: encoders, decoders (static, dynamic length, generation), MoE,
