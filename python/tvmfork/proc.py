@@ -92,6 +92,29 @@ def failure_message(
     return f"command failed with exit code {code}{where}:\n  {_fmt(cmd)}\n{body}"
 
 
+def spawn(
+    cmd: Sequence[str | Path], *, cwd: Path, env: Mapping[str, str], stderr_log: Path
+) -> subprocess.Popen[str]:
+    """Start `cmd` as a line-protocol child (text pipes on stdin and stdout, stderr to
+    `stderr_log`) in a session of its own, so that it can be stopped as a group."""
+    full_env = dict(os.environ)
+    full_env.update(env)
+    try:
+        with stderr_log.open("w") as err:
+            return subprocess.Popen(
+                [str(c) for c in cmd],
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                start_new_session=True,
+            )
+    except FileNotFoundError as exc:
+        raise ProcessError(_not_found(cmd, cwd)) from exc
+
+
 def stream(
     cmd: Sequence[str | Path],
     log: Path,

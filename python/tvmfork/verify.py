@@ -10,15 +10,23 @@ timeout, a process killed from outside) is ERROR or TIMEOUT and proves nothing.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import signal
+import subprocess
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty, Queue
+from typing import Any
 
 from tvmfork import proc, ui
+from tvmfork.errors import ProcessError
 from tvmfork.series import Patch, Series
 
 # Seconds for one side's run of a patch's tests (`verify --timeout`).
@@ -140,22 +148,145 @@ def side_outcome(code: int, results: list[TestResult], tail: str) -> Outcome:
     return Outcome(PASS, tuple(results), tail)
 
 
+@dataclass(frozen=True)
+class Job:
+    """One side's run of some tests: `key` names it in the results."""
+
+    key: str
+    python: Path
+    tests: tuple[str, ...]
+
+
+SERVER = Path(__file__).with_name("testserver.py")
+
+
+_Reply = tuple["_Server", "dict[str, Any] | None"]
+
+
+class _Server:
+    """A side's test server (`testserver.py`) under `python`: its replies go to `replies`."""
+
+    def __init__(
+        self, python: Path, cwd: Path, env: dict[str, str], log: Path, replies: Queue[_Reply]
+    ):
+        self.log = log
+        self.proc = proc.spawn([python, SERVER], cwd=cwd, env=env, stderr_log=log)
+        self.jobs: set[str] = set()
+        threading.Thread(target=self._read, args=(replies,), daemon=True).start()
+
+    def _read(self, replies: Queue[_Reply]) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with contextlib.suppress(json.JSONDecodeError):
+                msg = json.loads(line)
+                if "id" in msg:
+                    replies.put((self, msg))
+        replies.put((self, None))
+
+    def send(self, key: str, args: list[str], log: Path, timeout: float) -> None:
+        assert self.proc.stdin is not None
+        self.jobs.add(key)
+        job = {"id": key, "args": args, "log": str(log), "timeout": timeout}
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self, kill: bool) -> None:
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    if not path.is_file():
+        return ""
+    text = path.read_text(errors="replace")
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def run_jobs(
+    jobs: list[Job],
+    repo_root: Path,
+    env: dict[str, str],
+    timeout: float,
+    slots: int = 2,
+    on_done: Callable[[Job, Outcome, float], None] | None = None,
+) -> dict[str, Outcome]:
+    """Run each job's tests with its side's Python, `slots` jobs at a time, each in a process
+    of its own forked from the side's test server (torch and TVM imported once per side), and
+    read each test's outcome. Past `timeout` seconds a job is killed: TIMEOUT."""
+    results: dict[str, Outcome] = {}
+    by_key = {j.key: j for j in jobs}
+    pending = list(reversed(jobs))
+    replies: Queue[_Reply] = Queue()
+    servers: dict[Path, _Server] = {}
+    ok = False
+    with tempfile.TemporaryDirectory(prefix="tvmfork-verify-") as tmp:
+        files = {j.key: Path(tmp) / f"job{i}" for i, j in enumerate(jobs)}
+
+        def finish(job: Job, outcome: Outcome, seconds: float) -> None:
+            results[job.key] = outcome
+            if on_done:
+                on_done(job, outcome, seconds)
+
+        try:
+            running = 0
+            while pending or running:
+                while pending and running < slots:
+                    job = pending.pop()
+                    server = servers.get(job.python)
+                    if server is None:
+                        log = Path(tmp) / f"server{len(servers)}.log"
+                        server = servers[job.python] = _Server(
+                            job.python, repo_root, env, log, replies
+                        )
+                    base = files[job.key]
+                    args = ["-q", "-p", "no:cacheprovider", f"--junitxml={base}.xml"]
+                    args += ["-o", "junit_family=xunit1", *job.tests]
+                    server.send(job.key, args, base.with_suffix(".log"), timeout)
+                    running += 1
+                # the server enforces each job's timeout; this one is for the server itself
+                server, msg = replies.get(timeout=timeout + 120)
+                if msg is None:  # the server ended: its jobs still out are errors
+                    why = f"the test server exited: {_tail(server.log, 5)}"
+                    for key in sorted(server.jobs - results.keys()):
+                        finish(by_key[key], Outcome(ERROR, (), "", why), 0.0)
+                        running -= 1
+                    servers = {k: v for k, v in servers.items() if v is not server}
+                    continue
+                job, base = by_key[msg["id"]], files[msg["id"]]
+                running -= 1
+                tail = _tail(base.with_suffix(".log"))
+                if msg["timed_out"]:
+                    outcome = Outcome(TIMEOUT, (), tail, f"over {timeout:.0f} s")
+                else:
+                    report = base.with_suffix(".xml")
+                    tests = read_junit(report.read_text()) if report.is_file() else []
+                    outcome = side_outcome(int(msg["code"]), tests, tail)
+                finish(job, outcome, float(msg["seconds"]))
+            ok = True
+        except Empty as exc:
+            raise ProcessError(f"a test server sent nothing for {timeout + 120:.0f} s") from exc
+        finally:
+            for server in servers.values():
+                server.close(kill=not ok)
+    return results
+
+
 def run_tests(
     python: Path, tests: list[str], repo_root: Path, env: dict[str, str], timeout: float
 ) -> Outcome:
     """Run `tests` (pytest node ids) with `python`, reading each test's outcome."""
-    with tempfile.TemporaryDirectory(prefix="tvmfork-verify-") as tmp:
-        report = Path(tmp) / "junit.xml"
-        cmd: list[str | Path] = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        cmd += [f"--junitxml={report}"]
-        cmd += ["-o", "junit_family=xunit1", *tests]
-        try:
-            r = proc.run(cmd, cwd=repo_root, check=False, env=env, timeout=timeout)
-        except proc.Timeout as exc:
-            return Outcome(TIMEOUT, (), exc.tail, f"over {timeout:.0f} s")
-        tail = "\n".join(r.stdout.strip().splitlines()[-15:])
-        results = read_junit(report.read_text()) if report.is_file() else []
-        return side_outcome(r.returncode, results, tail)
+    job = Job("tests", python, tuple(tests))
+    return run_jobs([job], repo_root, env, timeout)["tests"]
 
 
 @dataclass(frozen=True)
@@ -210,34 +341,46 @@ def verify(
     """Run each patch's regression tests on both sides. A patch not in `included` is not
     run, unless `stock_only` gives the reason its fork side is not run: then its stock side
     still shows whether the patch is needed."""
-    rows = []
     env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    plans: list[tuple[Patch, tuple[str, ...], str | None]] = []  # patch, tests, why no fork
+    jobs: list[Job] = []
     for p in series.patches:
         if only and p.name not in only and p.name.removesuffix(".patch") not in only:
             continue
-        tests = regression_tests(p)
+        tests = tuple(regression_tests(p))
+        why: str | None = None
         if p.name not in included:
-            reason = (stock_only or {}).get(p.name)
-            if reason is None:
-                rows.append(
-                    Row(p.name, tuple(tests), None, None, "native patch: needs a source build")
-                )
+            why = (stock_only or {}).get(p.name)
+            if why is None:
+                plans.append((p, tests, "native patch: needs a source build"))
                 continue
-            with ui.step(f"verify {p.name} on stock only: {' '.join(tests)}"):
-                stock = run_tests(stock_python, tests, repo_root, env, timeout)
-            rows.append(Row(p.name, tuple(tests), stock, None, reason))
-            continue
-        with ui.step(f"verify {p.name}: {' '.join(tests)}"):
-            # the two sides at once (separate venvs and processes): most of each is importing
-            # torch and TVM, which a second core halves
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                sides = [
-                    pool.submit(run_tests, python, tests, repo_root, env, timeout)
-                    for python in (stock_python, fork_python)
-                ]
-                stock, fork = (side.result() for side in sides)
-        rows.append(Row(p.name, tuple(tests), stock, fork))
-        ui.note(f"    stock: {stock.word}   fork: {fork.word}")
+        plans.append((p, tests, why))
+        jobs.append(Job(f"{p.name}/stock", stock_python, tests))
+        if why is None:
+            jobs.append(Job(f"{p.name}/fork", fork_python, tests))
+
+    done = 0
+
+    def progress(job: Job, outcome: Outcome, seconds: float) -> None:
+        nonlocal done
+        done += 1
+        patch, side = job.key.rsplit("/", 1)
+        ui.note(f"    [{done}/{len(jobs)}] {patch} {side}: {outcome.word} ({seconds:.0f} s)")
+
+    results: dict[str, Outcome] = {}
+    if jobs:
+        patches = len({j.key.rsplit("/", 1)[0] for j in jobs})
+        with ui.step(f"verify {patches} patch(es): {len(jobs)} test runs, 2 at a time"):
+            results = run_jobs(jobs, repo_root, env, timeout, on_done=progress)
+    rows = []
+    for p, tests, why in plans:
+        stock = results.get(f"{p.name}/stock")
+        if stock is None:
+            rows.append(Row(p.name, tests, None, None, why or ""))
+        elif why is not None:
+            rows.append(Row(p.name, tests, stock, None, why))
+        else:
+            rows.append(Row(p.name, tests, stock, results[f"{p.name}/fork"]))
     return rows
 
 

@@ -24,20 +24,32 @@ def _python_patches() -> list[str]:
     return [p.name for p in series.patches if not series.needs_build(p)]
 
 
-@pytest.mark.parametrize("patch", _python_patches())
-def test_patch_fails_on_stock_and_passes_on_fork(patch: str) -> None:
+@pytest.fixture(scope="module")
+def verified() -> tuple[dict[str, str], str]:
+    """One `tvmfork verify` of every Python patch (each side's test server imports torch and
+    TVM once): each patch's row of its table, and its whole output."""
+    patches = _python_patches()
     r = subprocess.run(
-        [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "verify", patch],
+        [sys.executable, "-m", "tvmfork", "--repo", str(ROOT), "verify", *patches],
         capture_output=True,
         text=True,
         check=False,
     )
-    print(r.stdout)
     print(r.stderr[-4000:], file=sys.stderr)
-    assert r.returncode == 0, f"tvmfork verify {patch} failed:\n{r.stdout}\n{r.stderr[-4000:]}"
-    row = next(line for line in r.stdout.splitlines() if line.startswith(patch))
-    assert "FAIL" in row.split()[1] or "CRASH" in row, row
-    assert "ok: needed and sufficient" in row, row
+    rows = {line.split(" ", 1)[0]: line for line in r.stdout.splitlines() if line.strip()}
+    return {p: rows[p] for p in patches if p in rows}, r.stdout + r.stderr[-4000:]
+
+
+@pytest.mark.parametrize("patch", _python_patches())
+def test_patch_fails_on_stock_and_passes_on_fork(
+    patch: str, verified: tuple[dict[str, str], str]
+) -> None:
+    rows, output = verified
+    assert patch in rows, f"tvmfork verify printed no row for {patch}:\n{output[-6000:]}"
+    row = rows[patch]
+    detail = output[output.find(f"--- {patch} on stock") :][:6000] if "---" in output else ""
+    assert "FAIL" in row.split()[1] or "CRASH" in row, f"{row}\n{detail}"
+    assert "ok: needed and sufficient" in row, f"{row}\n{detail}"
 
 
 def test_native_patches_are_reported_not_run() -> None:

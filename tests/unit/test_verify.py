@@ -159,3 +159,36 @@ def test_rows_not_run_and_stock_only() -> None:
     row = verify.Row("p", (), _o(verify.FAIL), None, "no overlay")
     assert row.verdict.startswith("needed (stock FAIL)")
     assert verify.Row("p", (), _o(verify.ERROR), None, "x").verdict.startswith("UNPROVEN")
+
+
+def test_jobs_run_apart_a_crash_and_a_timeout_stop_only_their_own(tmp_path: Path) -> None:
+    """Many jobs through one test server: each in its own fork, so a module a test changes
+    (numpy, which the server imported) is fresh in the next job, an abort is that job's
+    CRASH, and a job past its timeout is TIMEOUT while the others finish."""
+    (tmp_path / "tvmlib.py").write_text(LIB)
+    bodies = {
+        "leak": "import numpy\ndef test_x():\n    numpy.LEAKED = 1\n",
+        "fresh": "import numpy\ndef test_x():\n    assert not hasattr(numpy, 'LEAKED')\n",
+        "abort": "import os\ndef test_x():\n    os.abort()\n",
+        "slow": "import time\ndef test_x():\n    time.sleep(60)\n",
+        "bug": "import tvmlib\ndef test_x():\n    tvmlib.compute(-1)\n",
+    }
+    jobs = []
+    for name, body in bodies.items():
+        test = tmp_path / "tests" / f"test_{name}.py"
+        test.parent.mkdir(parents=True, exist_ok=True)
+        test.write_text(body)
+        jobs.append(verify.Job(name, Path(sys.executable), (str(test),)))
+    env = {"PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    seen: list[str] = []
+    done = seen.append
+    # one at a time, in order: "fresh" runs after "leak" has changed numpy in its own fork
+    out = verify.run_jobs(jobs, tmp_path, env, 8, slots=1, on_done=lambda j, o, s: done(j.key))
+    assert seen == list(bodies)
+    assert {k: o.status for k, o in out.items()} == {
+        "leak": verify.PASS,
+        "fresh": verify.PASS,
+        "abort": verify.CRASH,
+        "slow": verify.TIMEOUT,
+        "bug": verify.FAIL,
+    }
