@@ -45,6 +45,8 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         ("transformers", "mixtral"),  # histc, grouped matmul
         ("transformers", "bert-dynamic"),  # dynamic sequence length, 1 to 40 tokens
         ("transformers", "llama-nocache"),  # use_cache=False: a scan of a bool mask
+        ("transformers", "llama-nocache-dynamic"),  # ... at a dynamic length: `1 + seq`
+        ("transformers-registry", "xmod.mlm-padded.float32"),  # x[mask], y[mask] = values
         ("transformers-onnx", "falcon"),  # GatherND with -2 (NaN on stock)
     ]:
         sides = by[(suite, case)]

@@ -103,7 +103,8 @@ CI_MODELS = ["squeezenet1_1", "mobilenet_v3_small", "swin_t"]
 # transformers cases the series fixed: boolean masks (llama), negative indices (falcon, on both
 # routes), MoE routing (mixtral), a dynamic sequence length (bert-dynamic), generation through
 # the static-cache export (llama-generate, gpt2-generate), integer true division (deberta-v3),
-# a decoder LM called without a cache (llama-nocache: transformers' scan of a bool mask)
+# a decoder LM called without a cache (llama-nocache: transformers' scan of a bool mask), and
+# so at a dynamic length (slices bounded by Python arithmetic on it)
 CI_TRANSFORMERS = [
     "llama",
     "falcon",
@@ -113,17 +114,20 @@ CI_TRANSFORMERS = [
     "llama-generate",
     "gpt2-generate",
     "llama-nocache",
+    "llama-nocache-dynamic",
 ]
 CI_TRANSFORMERS_ONNX = ["falcon"]
 # transformers' registry, called as users call it: bfloat16 models with layer norms and a
 # cubed GELU (which the series builds), a padded batch, and an MoE whose router the suite
-# draws at random (afmoe: a zero gate ties every expert)
+# draws at random (afmoe: a zero gate ties every expert), and rows selected by a bool mask
+# (X-MOD's language adapters)
 CI_REGISTRY = [
     "bert.mlm-padded.bfloat16",
     "gpt2.lm-default.bfloat16",
     "llama.lm-padded.bfloat16",
     "afmoe.lm-nocache.float32",
     "llama4_text.lm-padded.bfloat16",
+    "xmod.mlm-padded.float32",
 ]
 # PyTorch's op tests of the ops the series' torch-route patches fix (every dtype, the first
 # sample of each), one random op and one torch.export refuses (a Python bool result), which

@@ -520,6 +520,10 @@ NOCACHE = {
     if isinstance(make, Make)
 }
 CASES.update(NOCACHE)
+# ... and so at a dynamic length (1 to 40 tokens): the packed-sequence check then slices by
+# Python arithmetic on the length (`[..., 1 : 1 + seq]`)
+NOCACHE_DYNAMIC = {f"{name}-dynamic": _dynamic(make) for name, make in NOCACHE.items()}
+CASES.update(NOCACHE_DYNAMIC)
 FAMILY = {
     name: family
     for family, table in (
@@ -532,6 +536,7 @@ FAMILY = {
         ("dynamic length", DYNAMIC),
         ("generation", GENERATE),
         ("no cache", NOCACHE),
+        ("no cache, dynamic length", NOCACHE_DYNAMIC),
     )
     for name in table
 }
