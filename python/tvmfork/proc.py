@@ -22,6 +22,13 @@ def _fmt(cmd: Sequence[str | Path]) -> str:
     return shlex.join(str(c) for c in cmd)
 
 
+def _with_environ(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The current environment with `env`'s entries added."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return full_env
+
+
 def run(
     cmd: Sequence[str | Path],
     *,
@@ -41,10 +48,7 @@ def run(
     """
     if echo:
         print(f"+ {_fmt(cmd)}", file=sys.stderr, flush=True)
-    full_env = None
-    if env is not None:
-        full_env = dict(os.environ)
-        full_env.update(env)
+    full_env = _with_environ(env) if env is not None else None
     try:
         proc = subprocess.run(
             [str(c) for c in cmd],
@@ -97,8 +101,7 @@ def spawn(
 ) -> subprocess.Popen[str]:
     """Start `cmd` as a line-protocol child (text pipes on stdin and stdout, stderr to
     `stderr_log`) in a session of its own, so that it can be stopped as a group."""
-    full_env = dict(os.environ)
-    full_env.update(env)
+    full_env = _with_environ(env)
     try:
         with stderr_log.open("w") as err:
             return subprocess.Popen(
@@ -125,8 +128,7 @@ def stream(
 ) -> None:
     """Run `cmd` with its output (stdout and stderr) appended to `log` line by line, each line
     also handed to `on_line`; a non-zero exit raises ProcessError with the tail and the log."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
+    full_env = _with_environ(env)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a", encoding="utf-8", errors="replace") as out:

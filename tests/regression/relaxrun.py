@@ -80,6 +80,19 @@ def eager_and_tvm(
     return run_outputs(mod, *[numpy_of(a) for a in args]), want
 
 
+def assert_outputs_match(
+    got: list[np.ndarray], want: list[np.ndarray], rtol: float = 0.0, atol: float = 0.0
+) -> None:
+    """TVM's outputs are PyTorch's: the same dtypes and shapes, and values within `rtol` and
+    `atol` (exact by default; NaNs where PyTorch has them)."""
+    assert [(g.dtype, g.shape) for g in got] == [(w.dtype, w.shape) for w in want]
+    for g, w in zip(got, want, strict=True):
+        if rtol == atol == 0.0:  # bools too, which allclose cannot subtract
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
 def numpy_of(x: torch.Tensor) -> np.ndarray:
     """A torch tensor as numpy: bfloat16 as ml_dtypes' bfloat16, which TVM takes and gives."""
     x = x.detach()
