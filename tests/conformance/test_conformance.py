@@ -127,8 +127,12 @@ import transformers
 import transformers_registry as R
 
 # names are unique per (registry, type, call, dtype): every Auto class's types are cases
-count = sum(len(t) * len(R.CALLS[a]) * len(R.DTYPES) for a, t in R.registry().items())
+count = sum(
+    len(t) * sum(len(R.DTYPES) - ((a, c) not in R.FLOAT16_CALLS) for c in R.CALLS[a])
+    for a, t in R.registry().items()
+)
 assert len(R.CASES) == count > 1000, (len(R.CASES), count)
+assert "llama.lm-nocache.float16" in R.CASES and "llama.lm-padded.float16" not in R.CASES
 # a default config made small: 2 layers, 64 wide, the vocabulary's ids inside it
 gemma = R.shrink(transformers.AutoConfig.for_model("gemma3_text"))
 assert (gemma.num_hidden_layers, gemma.hidden_size, gemma.vocab_size) == (2, 64, R.VOCAB)

@@ -1,5 +1,5 @@
 """The `transformers-registry` conformance suite: every model type of transformers' Auto
-registries, called the ways users call it, in float32 and bfloat16.
+registries, called the ways users call it, in float32 and bfloat16 (and float16 for a subset).
 
 Unlike `transformers_models.py` (a hand-picked table with a config written for each), the
 cases here come from the registries of the transformers installed in the venv under test:
@@ -13,7 +13,9 @@ Case names are `TYPE.KIND-CALL.DTYPE` (KIND: lm, mlm, s2s, image):
   (`model(ids, use_cache=False)`: scoring, perplexity) and `padded` (batch 2, the second row
   right-padded, with its attention mask), each in float32 and bfloat16;
 - masked LMs and seq2seq LMs: `padded` (seq2seq: with decoder ids), float32 and bfloat16;
-- image classifiers: `default` (batch 2 of pixels), float32 and bfloat16.
+- image classifiers: `default` (batch 2 of pixels), float32 and bfloat16;
+- float16 (`FLOAT16_CALLS`): causal LMs' `nocache` and masked LMs' `padded`, the calls users
+  score and fill masks with, where a float16 checkpoint is loaded as it is stored.
 
 A type whose default config cannot be built small, or whose model torch.export refuses, is
 an error at its stage (`build` in the model's constructor, `export`), with the reason.
@@ -33,7 +35,9 @@ VOCAB = 512
 IMAGE = 32  # pixels of the example images' side
 BATCH = 2
 PAD = 4  # padding tokens at the end of the second row of a padded batch
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# the calls that are also run in float16 (every call runs in float32 and bfloat16)
+FLOAT16_CALLS = {("AutoModelForCausalLM", "nocache"), ("AutoModelForMaskedLM", "padded")}
 
 # config fields by meaning, and the small value each takes
 WIDTH = 64
@@ -493,6 +497,8 @@ def _cases() -> tuple[dict[str, Callable[..., Any]], dict[str, str]]:
         for model_type in types:
             for call in CALLS[auto]:
                 for dtype in DTYPES:
+                    if dtype == "float16" and (auto, call) not in FLOAT16_CALLS:
+                        continue
                     name = f"{model_type}.{KINDS[auto]}-{call}.{dtype}"
                     cases[name] = Case(auto, model_type, call, dtype)
                     family[name] = FAMILIES[auto]
