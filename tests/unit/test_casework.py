@@ -27,6 +27,13 @@ def test_compare_checks_count_shape_dtype_then_values() -> None:
     # relative to the largest value: 1 off on a largest of 5 is 0.2
     problem, worst = compare([off], [a], 0, 0, 1e-3)
     assert "relative max error 0.2" in problem and worst == pytest.approx(0.2)
+    # ... but not below the smallest normal number: subnormal outputs 5% apart are noise,
+    # normal ones 5% apart are wrong
+    tiny = np.finfo(np.float32).tiny
+    sub = np.array([3e-42, -1e-42], dtype="float32")
+    assert compare([sub * np.float32(1.05)], [sub], 0, 0, 1e-3)[0] == ""
+    normal = np.array([3.0, -1.0], dtype="float32") * tiny * 1000
+    assert "relative max error" in compare([normal * np.float32(1.05)], [normal], 0, 0, 1e-3)[0]
     nan = a.copy()
     nan[0, 0] = np.nan
     assert "NaN at 1 element(s)" in compare([nan], [a], 0, 0, 1e-3)[0]  # NaN is never close
