@@ -55,8 +55,8 @@ test-conformance: $(VENV)/.installed
 # The full conformance run (opt-in, hours on 2 cores): every suite, stock vs fork, with
 # timings; report in out/conformance/. ARGS passes more options (ARGS="--jobs 2").
 conformance: $(VENV)/.installed
-	$(TVMFORK) conformance torchvision transformers transformers-registry transformers-onnx onnx-node \
-		opinfo $(ARGS)
+	$(TVMFORK) conformance torchvision transformers transformers-registry transformers-onnx \
+		transformers-registry-onnx onnx-node opinfo $(ARGS)
 
 # The portable build's lane (opt-in, about 40 minutes fork side on 2 cores): the model suites
 # built as one library for x86-64, x86-64-v3 and x86-64-v4 (the running CPU's best level

@@ -74,6 +74,27 @@ def test_transformers_suites_name_their_route(monkeypatch: pytest.MonkeyPatch) -
     assert not any(c.spec.ort for c in onnx)  # ORT is the reference, not a timing anchor
 
 
+def test_the_registry_through_onnx_takes_its_float32_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """transformers-registry-onnx: the registry's cases in float32 only (ONNX Runtime, the
+    reference, has no bfloat16 kernel for most ops), on the ONNX route, still filtered by -k."""
+    names = ["llama.lm-nocache.float32", "llama.lm-nocache.bfloat16", "bert.mlm-padded.float32"]
+
+    def fake_list(python: Path, *args: object, extra: Path | None = None) -> dict[str, list[str]]:
+        return {"cases": names}
+
+    monkeypatch.setattr(suites, "_worker_json", fake_list)
+    where = suites.Where(Path("py"), Path("cache"), suites.Limits(), [])
+    cases = suites.SUITES["transformers-registry-onnx"].cases(where)
+    assert [c.name for c in cases] == ["llama.lm-nocache.float32", "bert.mlm-padded.float32"]
+    assert {(c.suite, c.spec.route) for c in cases} == {("transformers-registry-onnx", "onnx")}
+    picked = suites.Where(Path("py"), Path("cache"), suites.Limits(), ["bert.*"])
+    assert [c.name for c in suites.SUITES["transformers-registry-onnx"].cases(picked)] == [
+        "bert.mlm-padded.float32"
+    ]
+
+
 def test_a_suite_that_cannot_be_imported_is_a_usage_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -12,6 +12,8 @@
   (`make bench-models`).
 - `transformers-onnx`: the same models exported as a user would export them to ONNX
   (`torch.onnx.export(..., dynamo=True)`) and imported with `from_onnx`, against ONNX Runtime.
+- `transformers-registry-onnx`: the registry's float32 calls through ONNX the same way (ONNX
+  Runtime, the reference, has no bfloat16 kernel for most ops).
 - `onnx-node`: ONNX's node conformance cases, generated into the cache from the generators
   the onnx wheel ships (`worker.py gen-onnx-node`); compared with their expected outputs.
 - `opinfo`: PyTorch's own op tests (`torch.testing._internal.common_methods_invocations.op_db`):
@@ -461,6 +463,18 @@ def _transformers_registry(w: Where) -> list[CaseSpec]:
     return torch_module(suite, TRANSFORMERS_REGISTRY, w.python, w.limits, w.patterns)
 
 
+# ONNX Runtime, the ONNX route's reference, has no bfloat16 kernel for most ops: the registry's
+# float32 calls go through ONNX
+REGISTRY_ONNX = ["*.float32"]
+
+
+def _transformers_registry_onnx(w: Where) -> list[CaseSpec]:
+    suite, py = "transformers-registry-onnx", w.python
+    return torch_module(
+        suite, TRANSFORMERS_REGISTRY, py, w.limits, REGISTRY_ONNX, w.patterns, route="onnx"
+    )
+
+
 def _transformers_onnx(w: Where) -> list[CaseSpec]:
     suite = "transformers-onnx"
     return torch_module(suite, TRANSFORMERS, w.python, w.limits, w.patterns, route="onnx")
@@ -519,6 +533,11 @@ SUITES: dict[str, Suite] = {
     "transformers-onnx": Suite(
         "the transformers models exported to ONNX as users export them, through from_onnx",
         _transformers_onnx,
+    ),
+    "transformers-registry-onnx": Suite(
+        "transformers-registry's float32 calls exported to ONNX as users export them, through "
+        "from_onnx (ONNX Runtime the reference)",
+        _transformers_registry_onnx,
     ),
     "onnx-node": Suite("ONNX's node conformance cases, from the onnx wheel", _onnx_node),
     "opinfo": Suite(
