@@ -164,6 +164,15 @@ swin = R.shrink(transformers.AutoConfig.for_model("swin"))
 assert all(swin.embed_dim * 2**i % h == 0 for i, h in enumerate(swin.num_heads)), swin.num_heads
 jamba = R.shrink(transformers.AutoConfig.for_model("jamba"))
 assert (jamba.attn_layer_period, jamba.attn_layer_offset) == (2, 1)
+# widths derived from the hidden size keep their multiple of it (RWKV 1x, Zamba2 2x); the
+# fields derived from the heads and the layer kinds agree (Falcon-H1, Zamba2)
+rwkv = R.shrink(transformers.AutoConfig.for_model("rwkv"))
+assert rwkv.attention_hidden_size == rwkv.hidden_size == 64
+z2 = R.shrink(transformers.AutoConfig.for_model("zamba2"))
+assert z2.attention_hidden_size == 2 * z2.hidden_size
+assert z2.hybrid_layer_ids == [i for i, k in enumerate(z2.layers_block_type) if k == "hybrid"]
+fh1 = R.shrink(transformers.AutoConfig.for_model("falcon_h1"))
+assert fh1.mamba_d_ssm == fh1.mamba_n_heads * fh1.mamba_d_head
 # a type that needs more than shrink (Zamba: two hybrid layers share a transformer)
 zamba = R.Case("AutoModelForCausalLM", "zamba", "nocache", "float32").config()
 assert zamba.num_hidden_layers == 4 and zamba.layers_block_type.count("hybrid") == 2

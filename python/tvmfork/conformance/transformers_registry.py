@@ -139,6 +139,9 @@ SMALL = {
     **dict.fromkeys(("attn_layer_period", "expert_layer_period"), 2),
     **dict.fromkeys(("attn_layer_offset", "expert_layer_offset"), 1),
 }
+# widths a model derives from its hidden size (RWKV's attention, as wide; Zamba2's, twice as
+# wide: it attends over the hidden state beside the embeddings): kept at the default's multiple
+DERIVED_WIDTHS = ("attention_hidden_size",)
 # fields listing each stage's heads (Swin): each made the largest power of two at most
 # itself, which divides every stage's width
 HEAD_LISTS = ("num_heads", "num_attention_heads")
@@ -205,11 +208,20 @@ def shrink(config: Any) -> Any:
     import transformers
 
     before = _layers(config)
+    width = _get(config, "hidden_size")
+    ratios = {  # widths derived from the model's: the same multiple of the small one
+        key: value / width
+        for key in DERIVED_WIDTHS
+        if isinstance(width, int) and width and isinstance(value := _get(config, key), int)
+    }
     for key, small in SMALL.items():
         value = _get(config, key)
         if isinstance(value, int) and not isinstance(value, bool) and value > small:
             _put(config, key, small)
     after = _layers(config)
+    width = _get(config, "hidden_size")
+    for key, ratio in ratios.items():
+        _put(config, key, max(1, round(ratio * width)))
     for key, value in list(vars(config).items()):
         if key in HEAD_LISTS and isinstance(value, (list, tuple)) and value:
             value = type(value)(1 << (max(int(h), 1).bit_length() - 1) for h in value)
@@ -270,6 +282,11 @@ def _consistent(config: Any) -> None:
     ):
         if all(isinstance(c.get(k), (int, float)) for k in (n, d, e)):
             setattr(config, n, int(c[e] * hidden) // c[d])
+    if isinstance(c.get("mamba_d_ssm"), int):  # Falcon-H1: the state-space heads' width
+        config.mamba_d_ssm = c["mamba_n_heads"] * c["mamba_d_head"]
+    if isinstance(c.get("hybrid_layer_ids"), list) and isinstance(c.get("layers_block_type"), list):
+        kinds = c["layers_block_type"]  # Zamba2: the shared blocks' layers, as its init derives
+        config.hybrid_layer_ids = [i for i, kind in enumerate(kinds) if kind == "hybrid"]
 
 
 def _sub_config(config: Any, config_class: type) -> Any:
