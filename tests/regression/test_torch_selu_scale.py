@@ -51,3 +51,18 @@ def test_a_selu_network_matches_pytorch() -> None:
 @pytest.mark.parametrize("name", ["selu", "celu", "elu"])
 def test_the_elu_family_matches_pytorch(name: str) -> None:
     _check(Activation(name), torch.linspace(-6, 6, 49).reshape(1, 49))
+
+
+@pytest.mark.parametrize("name", ["selu", "celu", "elu"])
+def test_the_float16_elu_family_rounds_once_as_pytorch(name: str) -> None:
+    """PyTorch computes them in float32 and rounds once; in float16, `1 - exp(x)` near 0 lost up
+    to 98 float16 steps (selu 172)."""
+    x = (torch.linspace(-4, 4, 401) ** 3 / 16).reshape(1, 401).to(torch.float16)
+    model = Activation(name)
+    with torch.no_grad():
+        want = model(x).numpy()
+        mod = from_exported_program(torch.export.export(model, (x,)))
+    got = run_llvm(mod, x.numpy())
+    assert got.dtype == want.dtype == np.float16
+    step = np.spacing(np.maximum(np.abs(want), np.float16(2.0**-14)))  # float16's, at each value
+    assert float(np.max(np.abs(got.astype(np.float64) - want) / step)) <= 1.0
