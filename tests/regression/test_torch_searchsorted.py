@@ -32,3 +32,12 @@ def test_searchsorted(call: str) -> None:
     unsorted = seq[1][torch.randperm(7, generator=g)]
     got, want = eager_and_tvm(Lambda(CALLS[call]), seq, values, unsorted, unsorted.argsort())
     assert_outputs_match(got, want)
+
+
+def test_searchsorted_in_an_empty_sequence() -> None:
+    """Every value goes first (PyTorch's op tests' third sample, with an empty sorter too):
+    TOPI's kernel needs an element and stopped the build ("indices_dim_i >= 1")."""
+    seq, values, sorter = torch.zeros(0), torch.randn(4), torch.zeros(0, dtype=torch.int64)
+    calls = Lambda(lambda s, v, o: (torch.searchsorted(s, v), torch.searchsorted(s, v, sorter=o)))
+    got, want = eager_and_tvm(calls, seq, values, sorter)
+    assert_outputs_match(got, want)
