@@ -27,3 +27,11 @@ def test_tensor_split_at_positions_from_a_tensor() -> None:
     split = Lambda(lambda x, at: torch.tensor_split(x, at, dim=1))
     got, want = eager_and_tvm(split, x, torch.tensor([2, 7]))
     assert_outputs_match(got, want)
+
+
+def test_a_bool_item_as_a_tensor() -> None:
+    """`torch.tensor(flag.item())`: torch.export checks the bool's range through
+    `sym_ite(item, 1, 0)` (PyTorch's op tests: `item` of bool)."""
+    for value in (True, False):
+        got, want = eager_and_tvm(Lambda(lambda x: torch.tensor(x.item())), torch.tensor(value))
+        assert_outputs_match(got, want)
