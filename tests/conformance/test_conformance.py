@@ -49,6 +49,8 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         ("transformers-registry", "xmod.mlm-padded.float32"),  # x[mask], y[mask] = values
         ("transformers-registry", "jetmoe.lm-nocache.float32"),  # split by .tolist() sizes
         ("transformers-registry", "xglm.lm-default.bfloat16"),  # max with a float32 0-d tensor
+        # float16 soft caps (tanh) computed in float16: 8 times PyTorch's error on the fork
+        ("transformers-registry", "gemma2.lm-nocache.float16"),
         ("transformers-onnx", "falcon"),  # GatherND with -2 (NaN on stock)
     ]:
         sides = by[(suite, case)]
@@ -99,6 +101,8 @@ def test_ci_subset_has_no_regression(tmp_path: Path) -> None:
         "nonzero.float32.0",
         "searchsorted.float32.0",
         "tensor_split.float32.0",  # at positions from a tensor: items, a storage offset
+        "tanh.int64.0",  # a float function of an integer tensor (float32)
+        "item.bool.0",  # a bool item: sym_ite
     ):
         sides = by[("opinfo", case)]
         assert sides["stock"]["status"] == "error", sides
