@@ -188,15 +188,16 @@ def _kept(values: list[Any], count: int) -> list[Any]:
 
 # what a type needs beyond `shrink` (set after it)
 NEEDS: dict[str, dict[str, Any]] = {
-    # its shared transformer is tied across its hybrid layers (it needs two of them), its
-    # attention twice as wide as the model
+    # its shared transformer is tied across its hybrid layers (it needs two of them); its
+    # attention twice as wide as the model (DERIVED_WIDTHS), a head a quarter of that
     "zamba": {
         "num_hidden_layers": 4,
         "layers_block_type": ["linear_attention", "hybrid"] * 2,
-        "attention_hidden_size": 2 * WIDTH,
         "attention_head_dim": 2 * WIDTH // 4,
         "mamba_dt_rank": 8,
     },
+    # ESM's default config leaves the vocabulary unset (ESM-2's 33 tokens, its mask the last)
+    "esm": {"vocab_size": 33, "mask_token_id": 32, "pad_token_id": 1},
 }
 
 
