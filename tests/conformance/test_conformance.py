@@ -181,6 +181,9 @@ assert fh1.mamba_d_ssm == fh1.mamba_n_heads * fh1.mamba_d_head
 zamba = R.Case("AutoModelForCausalLM", "zamba", "nocache", "float32").config()
 assert zamba.num_hidden_layers == 4 and zamba.layers_block_type.count("hybrid") == 2
 assert zamba.attention_hidden_size == 2 * zamba.hidden_size
+# an image classifier that reads color-cluster ids (ImageGPT), not pixels
+igpt = R.Case("AutoModelForImageClassification", "imagegpt", "default", "float32")
+assert set(igpt.feed(igpt.config())) == {"input_ids"}
 # a type whose default config leaves its vocabulary unset (ESM)
 assert R.Case("AutoModelForMaskedLM", "esm", "padded", "float32").config().vocab_size == 33
 # afmoe's router gate starts at zero: the suite draws it, so experts do not tie

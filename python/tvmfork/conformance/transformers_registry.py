@@ -186,6 +186,9 @@ def _kept(values: list[Any], count: int) -> list[Any]:
     return kept
 
 
+# image classifiers that read an image as a sequence of color-cluster ids, not pixels
+CLUSTER_IMAGES = {"imagegpt"}
+
 # what a type needs beyond `shrink` (set after it)
 NEEDS: dict[str, dict[str, Any]] = {
     # its shared transformer is tied across its hybrid layers (it needs two of them); its
@@ -408,6 +411,8 @@ class Case:
 
     def feed(self, config: Any) -> dict[str, torch.Tensor]:
         """The model's inputs, drawn from the seeded generator."""
+        if self.call == "default" and self.model_type in CLUSTER_IMAGES:
+            return {"input_ids": _ids(config, BATCH, SEQ)}
         if self.call == "default" and self.auto == "AutoModelForImageClassification":
             vision = getattr(config, "vision_config", config)
             channels = getattr(vision, "num_channels", 3)
