@@ -199,6 +199,8 @@ NEEDS: dict[str, dict[str, Any]] = {
         "attention_head_dim": 2 * WIDTH // 4,
         "mamba_dt_rank": 8,
     },
+    # MobileViTv2 unfolds its last stage's map (1/32 of the image) into 2x2 patches
+    "mobilevitv2": {"image_size": 2 * IMAGE},
     # ESM's default config leaves the vocabulary unset (ESM-2's 33 tokens, its mask the last)
     "esm": {"vocab_size": 33, "mask_token_id": 32, "pad_token_id": 1},
 }
