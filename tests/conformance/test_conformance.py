@@ -185,8 +185,8 @@ assert zamba.attention_hidden_size == 2 * zamba.hidden_size
 igpt = R.Case("AutoModelForImageClassification", "imagegpt", "default", "float32")
 assert set(igpt.feed(igpt.config())) == {"input_ids"}
 # an image the size a type's last stage needs (MobileViTv2's 2x2 patches of 1/32 of it)
-assert R.Case("AutoModelForImageClassification", "mobilevitv2", "default", "float32").config(
-).image_size == 2 * R.IMAGE
+mv2 = R.Case("AutoModelForImageClassification", "mobilevitv2", "default", "float32")
+assert mv2.config().image_size == 2 * R.IMAGE
 # a type whose default config leaves its vocabulary unset (ESM)
 assert R.Case("AutoModelForMaskedLM", "esm", "padded", "float32").config().vocab_size == 33
 # afmoe's router gate starts at zero: the suite draws it, so experts do not tie
