@@ -187,6 +187,9 @@ assert set(igpt.feed(igpt.config())) == {"input_ids"}
 # an image the size a type's last stage needs (MobileViTv2's 2x2 patches of 1/32 of it)
 mv2 = R.Case("AutoModelForImageClassification", "mobilevitv2", "default", "float32")
 assert mv2.config().image_size == 2 * R.IMAGE
+# a decoder of audio codes: a row of ids per codebook of each sequence (MusicGen's 4)
+mg = R.Case("AutoModelForCausalLM", "musicgen", "nocache", "float32").config().decoder
+assert R._ids(mg, 1, R.SEQ).shape == (mg.num_codebooks, R.SEQ) == (4, R.SEQ)
 # a type whose default config leaves its vocabulary unset (ESM)
 assert R.Case("AutoModelForMaskedLM", "esm", "padded", "float32").config().vocab_size == 33
 # afmoe's router gate starts at zero: the suite draws it, so experts do not tie

@@ -189,6 +189,9 @@ def _kept(values: list[Any], count: int) -> list[Any]:
 # image classifiers that read an image as a sequence of color-cluster ids, not pixels
 CLUSTER_IMAGES = {"imagegpt"}
 
+# decoders of audio codes that take a row of ids per codebook of each sequence
+CODEBOOK_ROWS = {"musicgen_decoder", "musicgen_melody_decoder"}
+
 # what a type needs beyond `shrink` (set after it)
 NEEDS: dict[str, dict[str, Any]] = {
     # its shared transformer is tied across its hybrid layers (it needs two of them); its
@@ -334,6 +337,8 @@ class Called(torch.nn.Module):  # type: ignore[misc]
 
 
 def _ids(config: Any, batch: int, n: int) -> torch.Tensor:
+    if getattr(config, "model_type", "") in CODEBOOK_ROWS:
+        batch *= config.num_codebooks
     vocab = min(_text(config).vocab_size or VOCAB, VOCAB)
     return torch.randint(0, vocab, (batch, n))
 
