@@ -192,6 +192,29 @@ mg = R.Case("AutoModelForCausalLM", "musicgen", "nocache", "float32").config().d
 assert R._ids(mg, 1, R.SEQ).shape == (mg.num_codebooks, R.SEQ) == (4, R.SEQ)
 # a type whose default config leaves its vocabulary unset (ESM)
 assert R.Case("AutoModelForMaskedLM", "esm", "padded", "float32").config().vocab_size == 33
+# NEEDS by the model type of a sub-config, and a dotted key into one without its own type:
+# BLT's global transformer as wide as its local layers times cross_attn_k; DBRX's rotary base
+blt = R.Case("AutoModelForCausalLM", "blt", "nocache", "float32").config()
+assert blt.global_config.hidden_size == blt.encoder_config.hidden_size_global == 2 * R.WIDTH
+assert blt.encoder_config.hidden_size * blt.encoder_config.cross_attn_k == 2 * R.WIDTH
+dbrx = R.Case("AutoModelForCausalLM", "dbrx", "nocache", "float32").config()
+assert dbrx.attn_config.rope_theta == 10000.0 and dbrx.attn_config.clip_qkv == 8.0
+q4 = R.Case("AutoModelForCausalLM", "qwen4_exp", "nocache", "float32").config().text_config
+assert q4.indexer_budget % q4.indexer_compress_ratio == 0
+# hybrid stacks keep an attention layer among the two kept (Bamba, GraniteMoeHybrid)
+assert R.Case("AutoModelForCausalLM", "bamba", "default", "float32").config().layer_types == [
+    "linear_attention", "full_attention"]
+# a read-only field is left (NeMo SpeechLM's audio width), the others still shrunk
+nemo = R.Case("AutoModelForSeq2SeqLM", "nemo_speechlm", "padded", "float32").config()
+assert nemo.text_config.hidden_size == R.WIDTH
+# T5Gemma's decoder attends across to an encoder as narrow as itself
+t5g = R.Case("AutoModelForSeq2SeqLM", "t5gemma", "padded", "float32").config()
+assert t5g.decoder.cross_attention_hidden_size == t5g.encoder.hidden_size == R.WIDTH
+# SigLIP 2 is fed flattened patches, the grid's shape and its mask, as its processor gives
+sig = R.Case("AutoModelForImageClassification", "siglip2", "default", "float32")
+feed = sig.feed(sig.config())
+assert set(feed) == {"pixel_values", "pixel_attention_mask", "spatial_shapes"}
+assert feed["pixel_values"].shape[1] == int(feed["spatial_shapes"][0].prod())
 # afmoe's router gate starts at zero: the suite draws it, so experts do not tie
 model, _ = R.CASES["afmoe.lm-nocache.float32"]()
 gates = [p for n, p in model.named_parameters() if n.endswith("router.gate.weight")]

@@ -55,6 +55,7 @@ SMALL = {
             "embedding_size",
             "projection_dim",
             "text_embed_dim",
+            "cross_attention_hidden_size",  # T5Gemma's decoder: the encoder's width
         ),
         WIDTH,
     ),
@@ -140,8 +141,9 @@ SMALL = {
     **dict.fromkeys(("attn_layer_offset", "expert_layer_offset"), 1),
 }
 # widths a model derives from its hidden size (RWKV's attention, as wide; Zamba2's, twice as
-# wide: it attends over the hidden state beside the embeddings): kept at the default's multiple
-DERIVED_WIDTHS = ("attention_hidden_size",)
+# wide: it attends over the hidden state beside the embeddings; BLT's global width, its local
+# one times `cross_attn_k`): kept at the default's multiple
+DERIVED_WIDTHS = ("attention_hidden_size", "hidden_size_global")
 # fields listing each stage's heads (Swin): each made the largest power of two at most
 # itself, which divides every stage's width
 HEAD_LISTS = ("num_heads", "num_attention_heads")
@@ -169,10 +171,11 @@ def _layers(config: Any) -> int | None:
 
 def _put(config: Any, key: str, value: Any) -> None:
     """`config.key = value`, unless the config refuses to set the field (Funnel's and
-    ProphetNet's layer counts are derived from other fields: those are set instead)."""
+    ProphetNet's layer counts are derived from other fields: those are set instead; NeMo
+    SpeechLM's audio width is a property)."""
     try:
         setattr(config, key, value)
-    except NotImplementedError:
+    except (NotImplementedError, AttributeError):  # derived, or a read-only property
         pass
 
 
@@ -186,13 +189,11 @@ def _kept(values: list[Any], count: int) -> list[Any]:
     return kept
 
 
-# image classifiers that read an image as a sequence of color-cluster ids, not pixels
-CLUSTER_IMAGES = {"imagegpt"}
-
 # decoders of audio codes that take a row of ids per codebook of each sequence
 CODEBOOK_ROWS = {"musicgen_decoder", "musicgen_melody_decoder"}
 
-# what a type needs beyond `shrink` (set after it)
+# what a type needs beyond `shrink`, by the `model_type` of the config or sub-config it is set
+# on (after shrinking it); a dotted key sets a field of a sub-config that has no type of its own
 NEEDS: dict[str, dict[str, Any]] = {
     # its shared transformer is tied across its hybrid layers (it needs two of them); its
     # attention twice as wide as the model (DERIVED_WIDTHS), a head a quarter of that
@@ -206,7 +207,56 @@ NEEDS: dict[str, dict[str, Any]] = {
     "mobilevitv2": {"image_size": 2 * IMAGE},
     # ESM's default config leaves the vocabulary unset (ESM-2's 33 tokens, its mask the last)
     "esm": {"vocab_size": 33, "mask_token_id": 32, "pad_token_id": 1},
+    # ESM-C normalizes keys over the model's width: as many key/value heads as heads
+    "esmc": {"num_key_value_heads": 4},
+    # BLT: the global transformer as wide as the local layers times `cross_attn_k` (2), its
+    # rotary embedding as wide as a head (the width over the heads), and hashed byte-group
+    # embeddings of a small vocabulary (the default's has 500002 rows)
+    "blt_global_transformer": {"hidden_size": 2 * WIDTH, "head_dim": 2 * WIDTH // 4},
+    "blt": {"encoder_hash_byte_group_vocab": VOCAB},
+    # the default configs leave these unset (transformers' defaults fail in the model's init)
+    # DBRX reads its rotary base from the attention config and clamps q, k, v unconditionally
+    "dbrx": {"attn_config.rope_theta": 10000.0, "attn_config.clip_qkv": 8.0},
+    "dots1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1},
+    # LFM2-MoE: a convolution layer, then attention; its second layer an expert layer
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1},
+    # hybrid stacks whose default keeps no attention layer among the two kept: one of each
+    "bamba": {"attn_layer_indices": [1]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    "recurrent_gemma": {"block_types": ["recurrent", "attention"]},  # its default cycles 3
+    # xLSTM rounds its query/key width up to a multiple of 64 where its cache does not: the
+    # query/key width (width x factor) made a multiple of 64; its blocks, as many as layers
+    "xlstm": {"qk_dim_factor": 1.0, "num_blocks": 2},
+    # Gemma 3n: its last 15 layers reuse earlier layers' keys and values (none of the two kept)
+    "gemma3n_text": {"num_kv_shared_layers": 0},
+    # Cohere Compass reads rotary parameters per layer type; its default config has none
+    "cohere_compass_text": {
+        "rope_parameters": {
+            kind: {"rope_type": "default", "rope_theta": 10000.0}
+            for kind in ("full_attention", "sliding_attention")
+        }
+    },
+    # EfficientNet's last convolution is 1280 channels times its width coefficient (2560)
+    "efficientnet": {"hidden_dim": 2560},
+    # Qwen4-exp's attention indexer (its default leaves the sizes unset)
+    "qwen4_exp_text": {
+        "indexer_n_heads": 2,
+        "indexer_kv_heads": 1,
+        "indexer_head_dim": 16,
+        "indexer_budget": 8,
+        "indexer_compress_ratio": 4,
+    },
 }
+
+
+def _needs(config: Any) -> None:
+    """The fields NEEDS sets on a config of this model type."""
+    for key, value in NEEDS.get(getattr(config, "model_type", ""), {}).items():
+        *path, field = key.split(".")
+        target = config
+        for part in path:
+            target = getattr(target, part)
+        setattr(target, field, value)
 
 
 def shrink(config: Any) -> Any:
@@ -255,6 +305,7 @@ def shrink(config: Any) -> Any:
         elif key == "block_sizes" and isinstance(value, (list, tuple)):  # Funnel's layers
             setattr(config, key, type(value)(1 for _ in value))
     _consistent(config)
+    _needs(config)
     return config
 
 
@@ -321,7 +372,7 @@ def _text(config: Any) -> Any:
 
 class Called(torch.nn.Module):  # type: ignore[misc]
     """The model called with its named inputs and fixed keyword arguments, returning its
-    logits."""
+    logits (PP-LCNet's classifier returns its class scores as `last_hidden_state`)."""
 
     def __init__(self, model: torch.nn.Module, names: tuple[str, ...], call: dict[str, Any]):
         """`names`: the keyword of each positional input, in order (set once they are drawn)."""
@@ -332,8 +383,8 @@ class Called(torch.nn.Module):  # type: ignore[misc]
 
     def forward(self, *args: torch.Tensor) -> torch.Tensor:
         out = self.model(**dict(zip(self.names, args, strict=True)), **self.call)
-        logits: torch.Tensor = out.logits
-        return logits
+        logits: torch.Tensor = getattr(out, "logits", None)
+        return out.last_hidden_state if logits is None else logits
 
 
 def _ids(config: Any, batch: int, n: int) -> torch.Tensor:
@@ -351,6 +402,31 @@ def _padded(config: Any) -> dict[str, torch.Tensor]:
     pad = getattr(_text(config), "pad_token_id", None)
     ids[1, SEQ - PAD :] = pad if isinstance(pad, int) and 0 <= pad < VOCAB else 0
     return {"input_ids": ids, "attention_mask": mask}
+
+
+def _cluster_ids(config: Any, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """An image as a sequence of color-cluster ids (ImageGPT)."""
+    return {"input_ids": _ids(config, BATCH, SEQ)}
+
+
+def _patches(config: Any, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """An image as its processor gives SigLIP 2: flattened patches on a grid of its own size
+    (here square), with the grid's shape and a mask of the patches that are image."""
+    vision = config.vision_config
+    side = IMAGE // vision.patch_size
+    patch = vision.num_channels * vision.patch_size**2
+    return {
+        "pixel_values": torch.randn(BATCH, side * side, patch, dtype=dtype),
+        "pixel_attention_mask": torch.ones(BATCH, side * side, dtype=torch.int64),
+        "spatial_shapes": torch.tensor([[side, side]] * BATCH),
+    }
+
+
+# image classifiers whose input is not a batch of pixels: the type's own feed
+IMAGE_FEEDS: dict[str, Callable[[Any, torch.dtype], dict[str, torch.Tensor]]] = {
+    "imagegpt": _cluster_ids,
+    "siglip2": _patches,
+}
 
 
 def _drawn(model: torch.nn.Module) -> None:
@@ -374,10 +450,7 @@ class Case:
     def config(self) -> Any:
         import transformers
 
-        config = shrink(transformers.AutoConfig.for_model(self.model_type))
-        for key, value in NEEDS.get(self.model_type, {}).items():
-            setattr(config, key, value)
-        return config
+        return shrink(transformers.AutoConfig.for_model(self.model_type))
 
     def __call__(self) -> tuple[Any, ...]:
         """(model, inputs), and for a half-precision case {"float32": the model in float32}
@@ -418,8 +491,8 @@ class Case:
 
     def feed(self, config: Any) -> dict[str, torch.Tensor]:
         """The model's inputs, drawn from the seeded generator."""
-        if self.call == "default" and self.model_type in CLUSTER_IMAGES:
-            return {"input_ids": _ids(config, BATCH, SEQ)}
+        if self.call == "default" and self.model_type in IMAGE_FEEDS:
+            return IMAGE_FEEDS[self.model_type](config, DTYPES[self.dtype])
         if self.call == "default" and self.auto == "AutoModelForImageClassification":
             vision = getattr(config, "vision_config", config)
             channels = getattr(vision, "num_channels", 3)
