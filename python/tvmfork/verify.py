@@ -4,7 +4,8 @@ Both sides run in their own venv, each a pytest subprocess writing a JUnit XML r
 crash on one side (BUGS.md section 0 segfaults) is a result, not the end of the run. The
 verdict of a side is read per test from that report, not from pytest's exit code: only a test
 whose own check fails (an assertion, or an error raised inside TVM) shows the bug. A test that
-cannot run (collection or fixture errors, an import or name missing in the test itself, a
+cannot run (collection or fixture errors, an import or name missing in the test itself or in a
+helper module under tests/, a key or global function the test looks up that this TVM lacks, a
 timeout, a process killed from outside) is ERROR or TIMEOUT and proves nothing.
 """
 
@@ -47,7 +48,15 @@ _CRASH_SIGNALS = frozenset(
 )
 # pytest's last traceback line: where the exception was raised (a .py file, or TVM's C++ for
 # an error from the FFI: "/project/src/relax/op/op_common.h:333: TypeError").
-_LOCATION_RE = re.compile(r"^(?P<file>[^\s:][^:]*):\d+: (?P<exc>[\w.]+)$", re.M)
+_LOCATION_RE = re.compile(r"^(?P<file>[^\s:][^:\n]*):\d+: (?P<exc>[\w.]+)$", re.M)
+# pytest's line for each frame of a traceback, outermost first: "path:12: " (the test),
+# "path:12: in function", and last where it was raised, "path:12: KeyError".
+_FRAME_RE = re.compile(r"^(?P<file>[^\s:][^:\n]*):\d+:(?: in \S+| [\w.]+)? *$", re.M)
+# The modules through which a test looks a name up in TVM: a map's or an attribute
+# dictionary's key (`func.attrs["name"]`), a registered global function. A lookup that fails
+# there, called straight from test code, is the test asking for what this TVM lacks.
+_LOOKUP_MODULES = ("tvm_ffi/container.py", "tvm_ffi/registry.py", "tvm/ir/attrs.py")
+_LOOKUP_ERRORS = frozenset({"KeyError", "ValueError", "IndexError", "AttributeError"})
 
 
 @dataclass(frozen=True)
@@ -93,14 +102,34 @@ def _exception_of(message: str, text: str) -> tuple[str, str]:
     return head.rsplit(".", 1)[-1], ""
 
 
+def _in_tests(file: str, test_file: str) -> bool:
+    """`file` is the test file or a helper module under a tests/ folder."""
+    path = Path(file)
+    return path.name == Path(test_file).name or "tests" in path.parts[:-1]
+
+
+def _lookup_from_test(text: str, test_file: str) -> bool:
+    """The traceback leaves test code (the test or a helper under tests/) last for one of
+    TVM's lookup modules: the test's own lookup of a key or function failed there."""
+    frames = [m.group("file") for m in _FRAME_RE.finditer(text)]
+    last = max((i for i, f in enumerate(frames) if _in_tests(f, test_file)), default=None)
+    if last is None or last + 1 >= len(frames):
+        return False
+    return frames[last + 1].replace("\\", "/").endswith(_LOOKUP_MODULES)
+
+
 def classify_failure(message: str, text: str, test_file: str) -> str:
     """FAIL when the failure is the test's own check (or an error from inside TVM), ERROR when
-    the test could not run as written on this TVM."""
+    the test could not run as written on this TVM: a harness error, a keyword, attribute or
+    function missing where the test (or its helper under tests/) calls it, or a key the test
+    looks up in one of TVM's maps (a fork-only attribute) or a global function it lacks."""
     exc, where = _exception_of(message, text)
     if exc in _HARNESS_ERRORS:
         return ERROR
-    in_test = bool(where) and Path(where).name == Path(test_file).name
+    in_test = bool(where) and _in_tests(where, test_file)
     if exc in _MISSING_API_ERRORS and (in_test or not where):
+        return ERROR
+    if exc in _LOOKUP_ERRORS and _lookup_from_test(text, test_file):
         return ERROR
     return FAIL
 

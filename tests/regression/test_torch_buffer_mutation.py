@@ -9,6 +9,8 @@ their first values); fed back call after call, the outputs and the state follow 
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 import tvm
@@ -26,21 +28,33 @@ class Total(torch.nn.Module):
 
 
 def _run_calls(module: torch.nn.Module, calls: list[torch.Tensor]) -> None:
+    """The module called once per input, its program's state fed back as the fork's "main"
+    expects it (a program that carries none is called as stock's is: its input alone), each
+    output against PyTorch's; then the state it carried against the buffers that PyTorch's
+    export records the module updates. PyTorch runs a copy: an import may bind the exported
+    module's buffers without copying them, and must not see eager's updates through them."""
     from tvm.relax.frontend.torch import from_exported_program
 
-    mod = from_exported_program(torch.export.export(module, (calls[0],)))
-    main = mod["main"]
-    names = list(main.attrs["mutated_buffers"])
-    state = [tvm.runtime.tensor(v.numpy()) for v in main.attrs["mutated_buffer_values"]]
+    reference = copy.deepcopy(module)
+    exported = torch.export.export(module, (calls[0],))
+    signature = exported.run_decompositions().graph_signature
+    updated = sorted(signature.buffers_to_mutate.values())
+    mod = from_exported_program(exported)
+    attrs = mod["main"].attrs
+    names = list(attrs.get("mutated_buffers", [])) if attrs is not None else []
+    values = attrs.get("mutated_buffer_values", []) if attrs is not None else []
+    state = [tvm.runtime.tensor(v.numpy()) for v in values]
     vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-    buffers = dict(module.named_buffers())
+    buffers = dict(reference.named_buffers())
     for x in calls:
-        out, *state = vm["main"](tvm.runtime.tensor(x.numpy()), *state)
+        result = vm["main"](tvm.runtime.tensor(x.numpy()), *state)
+        out, *state = result if isinstance(result, (tuple, list, tvm.ir.Array)) else [result]
         with torch.no_grad():
-            expected = module(x)
+            expected = reference(x)
         np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
         for name, value in zip(names, state, strict=True):
             np.testing.assert_allclose(value.numpy(), buffers[name].numpy(), rtol=1e-5)
+    assert sorted(names) == updated, f"the program drops the buffers it updates: {updated}"
 
 
 def test_running_total_carries_from_call_to_call() -> None:

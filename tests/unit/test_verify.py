@@ -85,6 +85,85 @@ def test_a_type_error_raised_in_tvms_cpp_is_fail() -> None:
     assert verify.classify_failure(message, in_test, "tests/regression/test_x.py") == verify.ERROR
 
 
+# stands in for tvm_ffi's Map: a missing key raises KeyError inside its accessor module
+CONTAINER = """
+class Map(dict):
+    def __getitem__(self, k):
+        if k not in self.keys():
+            raise KeyError("key is not in Map")
+        return dict.__getitem__(self, k)
+"""
+
+
+def _with_container(tmp_path: Path) -> None:
+    (tmp_path / "tvm_ffi").mkdir(exist_ok=True)
+    (tmp_path / "tvm_ffi" / "__init__.py").write_text("")
+    (tmp_path / "tvm_ffi" / "container.py").write_text(CONTAINER)
+
+
+def test_a_key_the_test_looks_up_in_a_tvm_map_is_error(tmp_path: Path) -> None:
+    """`main.attrs["mutated_buffers"]` on a TVM that never sets it: the test asks for a
+    fork-only name, which proves nothing about the bug."""
+    _with_container(tmp_path)
+    body = """
+        from tvm_ffi.container import Map
+        def test_x():
+            attrs = Map(global_symbol="main")
+            names = list(attrs["mutated_buffers"])
+    """
+    out = _side(tmp_path, body)
+    assert out.status == verify.ERROR and "key is not in Map" in out.detail
+
+
+def test_a_lookup_in_a_helper_under_tests_is_error(tmp_path: Path) -> None:
+    _with_container(tmp_path)
+    helper = tmp_path / "tests" / "regression" / "helper.py"
+    helper.parent.mkdir(parents=True, exist_ok=True)
+    helper.write_text("from tvm_ffi.container import Map\ndef names(a):\n    return a['x']\n")
+    body = """
+        import sys, os
+        sys.path.insert(0, os.path.dirname(__file__))
+        import helper
+        from tvm_ffi.container import Map
+        def test_x():
+            helper.names(Map())
+    """
+    assert _side(tmp_path, body).status == verify.ERROR
+
+
+def test_a_key_error_inside_tvm_is_fail(tmp_path: Path) -> None:
+    """The same missing key looked up by TVM's own code (a pass reading an attribute): the
+    bug, not the test."""
+    _with_container(tmp_path)
+    (tmp_path / "tvmpass.py").write_text(
+        "from tvm_ffi.container import Map\ndef run():\n    return Map()['relax.x']\n"
+    )
+    body = "import tvmpass\ndef test_x():\n    tvmpass.run()\n"
+    assert _side(tmp_path, body).status == verify.FAIL
+
+
+def test_a_missing_global_function_looked_up_by_the_test_is_error() -> None:
+    text = (
+        "tests/regression/test_x.py:9: in test_x\n    f = tvm.get_global_func('relax.y')\n"
+        "/venv/site-packages/tvm_ffi/registry.py:223: in get_global_func\n"
+        "    return core._get_global_func(name, allow_missing)\n"
+        "python/tvm_ffi/cython/function.pxi:1174: in tvm_ffi.core._get_global_func\n"
+        "    ???\nE   ValueError: Cannot find global function relax.y\n\n"
+        "python/tvm_ffi/cython/function.pxi:1174: ValueError"
+    )
+    message = "ValueError: Cannot find global function relax.y"
+    assert verify.classify_failure(message, text, "tests/regression/test_x.py") == verify.ERROR
+    # a ValueError TVM raises when the test calls a compiled function: the bug
+    called = (
+        "tests/regression/test_x.py:9: in test_x\n    vm['main'](x)\n"
+        "python/tvm_ffi/cython/function.pxi:1038: in tvm_ffi.core.Function.__call__\n"
+        "    ???\nE   ValueError: shape mismatch\n\n/project/src/runtime/vm.cc:12: ValueError"
+    )
+    assert verify.classify_failure("ValueError: shape", called, "tests/regression/test_x.py") == (
+        verify.FAIL
+    )
+
+
 def test_a_fixture_error_is_error(tmp_path: Path) -> None:
     body = """
         import pytest
