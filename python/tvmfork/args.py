@@ -176,6 +176,12 @@ def parser() -> argparse.ArgumentParser:
         help="another stock release (apache-tvm==0.27.0.post1): which patches it still needs",
     )
     v.add_argument(
+        "--alone",
+        action="store_true",
+        help="prove each patch against the series without it: its tests fail on the stock "
+        "package with its Depends-On patches and pass with it too (Python patches)",
+    )
+    v.add_argument(
         "--timeout",
         type=float,
         default=verify.DEFAULT_TIMEOUT,

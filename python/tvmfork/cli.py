@@ -12,11 +12,16 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tvmfork import series as seriesmod
 from tvmfork.args import parser
 from tvmfork.context import Ctx, require_checkout, test_sides
-from tvmfork.errors import PatchError, TvmforkError, VerifyError
+from tvmfork.errors import PatchError, TvmforkError, UsageError, VerifyError
+
+if TYPE_CHECKING:
+    from tvmfork.series import Series
+    from tvmfork.sides import Sides
 
 
 def cmd_checkout(ctx: Ctx) -> int:
@@ -123,6 +128,8 @@ def cmd_verify(ctx: Ctx) -> int:
     for name in ctx.args.patches:
         series.get(name)  # an unknown name stops here, before any venv is built
     sides = test_sides(ctx, series)
+    if ctx.args.alone:
+        return _verify_alone(ctx, series, sides)
     rows = verify.verify(
         series,
         ctx.root,
@@ -138,6 +145,36 @@ def cmd_verify(ctx: Ctx) -> int:
     if bad:
         print(verify.details(bad))
         raise VerifyError(f"{len(bad)} patch(es) not proven: {', '.join(r.patch for r in bad)}")
+    return 0
+
+
+def _verify_alone(ctx: Ctx, series: Series, sides: Sides) -> int:
+    from tvmfork import alone, ui, verify
+
+    if ctx.args.against:
+        raise UsageError("--alone proves the series on its pin: leave out --against")
+    done = 0
+
+    def progress(job: verify.Job, outcome: verify.Outcome, seconds: float) -> None:
+        nonlocal done
+        done += 1
+        ui.note(f"    [{done}] {job.key}: {outcome.word} ({seconds:.0f} s)")
+
+    rows = alone.verify_alone(
+        series,
+        ctx.root,
+        sides.stock,
+        sides.stock_wheel,
+        ctx.settings.cache_dir / "alone",
+        ctx.args.patches or None,
+        timeout=ctx.args.timeout,
+        on_done=progress,
+    )
+    print(alone.table(rows))
+    bad = [r for r in rows if not r.ok]
+    if bad:
+        names = ", ".join(r.patch for r in bad)
+        raise VerifyError(f"{len(bad)} patch(es) not shown needed alone: {names}")
     return 0
 
 

@@ -179,11 +179,13 @@ def side_outcome(code: int, results: list[TestResult], tail: str) -> Outcome:
 
 @dataclass(frozen=True)
 class Job:
-    """One side's run of some tests: `key` names it in the results."""
+    """One side's run of some tests: `key` names it in the results. `pythonpath`: a folder
+    put before the venv's packages (an overlay of TVM's Python package, `alone`)."""
 
     key: str
     python: Path
     tests: tuple[str, ...]
+    pythonpath: str = ""
 
 
 SERVER = Path(__file__).with_name("testserver.py")
@@ -256,7 +258,7 @@ def run_jobs(
     by_key = {j.key: j for j in jobs}
     pending = list(reversed(jobs))
     replies: Queue[_Reply] = Queue()
-    servers: dict[Path, _Server] = {}
+    servers: dict[tuple[Path, str], _Server] = {}  # one per interpreter and PYTHONPATH
     ok = False
     with tempfile.TemporaryDirectory(prefix="tvmfork-verify-") as tmp:
         files = {j.key: Path(tmp) / f"job{i}" for i, j in enumerate(jobs)}
@@ -271,11 +273,13 @@ def run_jobs(
             while pending or running:
                 while pending and running < slots:
                     job = pending.pop()
-                    server = servers.get(job.python)
+                    where = (job.python, job.pythonpath)
+                    server = servers.get(where)
                     if server is None:
                         log = Path(tmp) / f"server{len(servers)}.log"
-                        server = servers[job.python] = _Server(
-                            job.python, repo_root, env, log, replies
+                        job_env = {**env, "PYTHONPATH": job.pythonpath} if job.pythonpath else env
+                        server = servers[where] = _Server(
+                            job.python, repo_root, job_env, log, replies
                         )
                     base = files[job.key]
                     args = ["-q", "-p", "no:cacheprovider", f"--junitxml={base}.xml"]
