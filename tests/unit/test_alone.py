@@ -74,7 +74,7 @@ def test_each_verdict_from_real_runs(
     _patch(fork, 7, "tests/regression/test_d.py", t + "    assert op3(5) == 2\n", a)
     assert fork.run("export") == 0
     series = seriesmod.load(fork.root / "patches")
-    assert [p.name for p in series.patches][0] == a
+    assert next(p.name for p in series.patches) == a
     package = _package(fork, tmp_path)
     monkeypatch.setattr(alone, "stock_package", lambda python: package)
     rows = alone.verify_alone(
