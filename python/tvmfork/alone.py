@@ -29,7 +29,7 @@ from pathlib import Path
 from tvmfork import proc, ui
 from tvmfork.errors import PatchError
 from tvmfork.series import Patch, Series
-from tvmfork.verify import DEFAULT_TIMEOUT, Job, Outcome, regression_tests, run_jobs
+from tvmfork.verify import DEFAULT_TIMEOUT, Job, Outcome, chosen, regression_tests, run_jobs
 from tvmfork.wheel import overlay
 
 # where the overlay's marker file records that it is complete
@@ -124,9 +124,7 @@ def verify_alone(
     env = {"PYTHONDONTWRITEBYTECODE": "1"}
     rows: list[tuple[Patch, tuple[str, ...], str]] = []
     jobs: list[Job] = []
-    for p in series.patches:
-        if only and p.name not in only and p.name.removesuffix(".patch") not in only:
-            continue
+    for p in chosen(series, only):
         deps = series.dependencies(p)
         names = tuple(d.name for d in deps)
         why = series.needs_build(p)
@@ -157,7 +155,6 @@ def verify_alone(
 
 
 def table(rows: list[AloneRow]) -> str:
-    head = ("patch", "Depends-On", "without", "with", "verdict")
     data = [
         (
             r.patch,
@@ -168,7 +165,4 @@ def table(rows: list[AloneRow]) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(x[i]) for x in [head, *data]) for i in range(len(head))]
-    fmt = "  ".join(f"{{:{w}}}" for w in widths)
-    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    return "\n".join([*lines, *(fmt.format(*d) for d in data)])
+    return ui.columns(("patch", "Depends-On", "without", "with", "verdict"), data)

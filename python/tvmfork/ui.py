@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +32,15 @@ def step(title: str) -> Iterator[None]:
 
 
 NINJA_STEP = re.compile(r"^\s*\[(\d+)/(\d+)\]\s*(.*)$")
+
+
+def columns(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    """`rows` under `head` as a plain-text table: columns as wide as their widest cell, a rule
+    under the head."""
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:{w}}}" for w in widths)
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    return "\n".join([*lines, *(fmt.format(*r) for r in rows)])
 
 
 def _clock(seconds: float) -> str:

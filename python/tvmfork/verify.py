@@ -357,6 +357,15 @@ class Row:
         return self.verdict.startswith("ok")
 
 
+def chosen(series: Series, only: list[str] | None) -> list[Patch]:
+    """The patches of `series` named in `only` (with or without ".patch"), all without it."""
+    return [
+        p
+        for p in series.patches
+        if not only or p.name in only or p.name.removesuffix(".patch") in only
+    ]
+
+
 def regression_tests(patch: Patch) -> list[str]:
     return [t for t in patch.trailers.get("Regression-Test", []) if t]
 
@@ -377,9 +386,7 @@ def verify(
     env = {"PYTHONDONTWRITEBYTECODE": "1"}
     plans: list[tuple[Patch, tuple[str, ...], str | None]] = []  # patch, tests, why no fork
     jobs: list[Job] = []
-    for p in series.patches:
-        if only and p.name not in only and p.name.removesuffix(".patch") not in only:
-            continue
+    for p in chosen(series, only):
         tests = tuple(regression_tests(p))
         why: str | None = None
         if p.name not in included:
@@ -438,13 +445,8 @@ def details(rows: list[Row]) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ("patch", "stock", "fork", "verdict")
     data = [
         (r.patch, r.stock.status if r.stock else "-", r.fork.status if r.fork else "-", r.verdict)
         for r in rows
     ]
-    widths = [max(len(x[i]) for x in [head, *data]) for i in range(4)]
-    fmt = "  ".join(f"{{:{w}}}" for w in widths)
-    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*d) for d in data]
-    return "\n".join(lines)
+    return ui.columns(("patch", "stock", "fork", "verdict"), data)
