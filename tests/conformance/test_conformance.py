@@ -215,6 +215,9 @@ sig = R.Case("AutoModelForImageClassification", "siglip2", "default", "float32")
 feed = sig.feed(sig.config())
 assert set(feed) == {"pixel_values", "pixel_attention_mask", "spatial_shapes"}
 assert feed["pixel_values"].shape[1] == int(feed["spatial_shapes"][0].prod())
+# HRM text: a cache slot per stack invocation, as many as the cache's layers
+hrm = R.Case("AutoModelForCausalLM", "hrm_text", "default", "float32").config()
+assert hrm.num_hidden_layers == hrm.num_layers_per_stack * hrm.H_cycles * (hrm.L_cycles + 1)
 # afmoe's router gate starts at zero: the suite draws it, so experts do not tie
 model, _ = R.CASES["afmoe.lm-nocache.float32"]()
 gates = [p for n, p in model.named_parameters() if n.endswith("router.gate.weight")]

@@ -227,6 +227,10 @@ NEEDS: dict[str, dict[str, Any]] = {
     # xLSTM rounds its query/key width up to a multiple of 64 where its cache does not: the
     # query/key width (width x factor) made a multiple of 64; its blocks, as many as layers
     "xlstm": {"qk_dim_factor": 1.0, "num_blocks": 2},
+    # HRM text runs its two stacks in cycles, each invocation with a cache slot of its own
+    # (`num_hidden_layers` counts the slots, `num_layers_per_stack` the layers): one layer per
+    # stack and one cycle of each, two slots
+    "hrm_text": {"num_layers_per_stack": 1, "H_cycles": 1, "L_cycles": 1, "num_hidden_layers": 2},
     # Gemma 3n: its last 15 layers reuse earlier layers' keys and values (none of the two kept)
     "gemma3n_text": {"num_kv_shared_layers": 0},
     # Cohere Compass reads rotary parameters per layer type; its default config has none
