@@ -186,6 +186,8 @@ CI_OPINFO = [
     "tensor_split.*",
     "tanh.*",
     "item.*",
+    "erfinv.*",
+    "_upsample_bilinear2d_aa.*",
 ]
 # `device`: CNNs of every family (plain, depthwise, grouped, squeeze-excite, attention), and
 # transformers of each kind: encoders, decoders (static, dynamic length, generation), MoE,
