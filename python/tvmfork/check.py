@@ -67,6 +67,55 @@ def name_problems(patch: Patch) -> list[str]:
     return out
 
 
+# Upstream's titles as its log writes them today (`git log --since=2025-09 main`): the PyTorch
+# and ONNX importers are `[Relax][PyTorch]` and `[Relax][ONNX]` (80 and 32 commits), never
+# `[Relax][Frontend][Torch]`; TIR is `[TIRx]` since the pin's tirx namespace; `[DLight]`.
+OUTDATED_TAGS = {
+    "[Relax][Frontend][Torch]": "[Relax][PyTorch]",
+    "[Relax][Frontend][ONNX]": "[Relax][ONNX]",
+    "[Frontend][Torch]": "[Relax][PyTorch]",
+    "[Frontend][ONNX]": "[Relax][ONNX]",
+    "[TIR]": "[TIRx]",
+    "[Dlight]": "[DLight]",
+}
+# A patch whose shipped files are all in one importer is titled by it.
+FRONTEND_TAGS = {
+    "python/tvm/relax/frontend/torch/": "[Relax][PyTorch]",
+    "python/tvm/relax/frontend/onnx/": "[Relax][ONNX]",
+}
+TAGS_RE = re.compile(r"^((?:\[[^\]]+\])+) \S")
+
+
+def title_problems(patch: Patch) -> list[str]:
+    """The subject is `[Component]... What it changes`, in upstream's current tags."""
+    m = TAGS_RE.match(patch.subject)
+    if not m:
+        return [
+            f"{patch.name}: the subject {patch.subject!r} does not start with upstream's "
+            "component tags ([Relax][PyTorch] Import ..., [TIRx] ...)"
+        ]
+    tags = re.findall(r"\[[^\]]+\]", m.group(1))
+    out, seen = [], set()
+    for old, new in OUTDATED_TAGS.items():  # longest forms first: one problem per tag
+        want = re.findall(r"\[[^\]]+\]", old)
+        for i in range(len(tags)):
+            span = set(range(i, i + len(want)))
+            if tags[i : i + len(want)] == want and not span & seen:
+                seen |= span
+                out.append(
+                    f"{patch.name}: the subject's {old} is not upstream's form today: write {new}"
+                )
+    shipped = [f for f in patch.files if f.startswith("python/") or f.startswith("src/")]
+    for prefix, tag in FRONTEND_TAGS.items():
+        if (
+            shipped
+            and all(f.startswith(prefix) for f in shipped)
+            and not m.group(1).startswith(tag)
+        ):
+            out.append(f"{patch.name}: it changes only {prefix}: its subject starts with {tag}")
+    return out
+
+
 def _test_exists(test: str, repo_root: Path) -> bool:
     """`tests/regression/x.py` or `x.py::test_name[param]`: the file, and the test function."""
     file, _, node = test.partition("::")
@@ -163,6 +212,7 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
             report.kinds[p.name] = "build"  # needs a native patch it depends on
         report.problems += trailer_problems(p, repo_root)
         report.problems += name_problems(p)
+        report.problems += title_problems(p)
         if p.subject in subjects:
             report.problems.append(f"{p.name} and {subjects[p.subject]} share a subject")
         subjects[p.subject] = p.name

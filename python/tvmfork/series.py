@@ -49,6 +49,12 @@ class Patch:
         return hashlib.sha256(self.data).hexdigest()
 
     @property
+    def code(self) -> bytes:
+        """The diff alone, without the message: what a build and its tests see."""
+        at = self.data.find(b"diff --git ")
+        return self.data[at:] if at >= 0 else b""
+
+    @property
     def native(self) -> bool:
         return any(classify(f) == "native" for f in self.files)
 
@@ -146,11 +152,11 @@ class Series:
 
     @property
     def native_digest(self) -> str:
-        """Identifies the native closure's content: what the native lane proves. A change to
-        any other patch leaves it as it was."""
+        """Identifies the native closure's code: what the native lane proves. A change to any
+        other patch, or to a message (a title, a trailer), leaves it as it was."""
         h = hashlib.sha256()
         for p in self.native_closure():
-            h.update(p.name.encode() + b"\0" + p.data + b"\0")
+            h.update(p.name.encode() + b"\0" + p.code + b"\0")
         return h.hexdigest()
 
     def get(self, name: str) -> Patch:

@@ -154,3 +154,35 @@ def test_a_patch_named_by_a_count_is_refused(exported: Fork, subject: str) -> No
     p.write_text(p.read_text().replace("[Relax] Fix op3", subject))
     problems = check.run(exported.root, None).problems
     assert len(problems) == 1 and "the subject starts with a count" in problems[0]
+
+
+@pytest.mark.parametrize(
+    "subject, expected",
+    [
+        ("[Relax][Frontend][Torch] Fix op3", "write [Relax][PyTorch]"),
+        ("[TOPI][Relax][Frontend][ONNX] Fix op3", "write [Relax][ONNX]"),
+        ("[TIR][CPU] Fix op3", "write [TIRx]"),
+        ("[Dlight][GPU] Fix op3", "write [DLight]"),
+        ("Fix op3", "does not start with upstream's component tags"),
+    ],
+)
+def test_a_title_in_an_outdated_form_is_refused(
+    exported: Fork, subject: str, expected: str
+) -> None:
+    """Titles as upstream's log writes them today ([Relax][PyTorch], [TIRx])."""
+    p = exported.root / "patches/fix-op3.patch"
+    p.write_text(p.read_text().replace("[Relax] Fix op3", subject))
+    problems = check.run(exported.root, None).problems
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_a_patch_of_one_importer_is_titled_by_it(fork: Fork) -> None:
+    path = "python/tvm/relax/frontend/torch/translator.py"
+    fork.commit_change(path, "", "x = 1\n", "[Relax] Fix the importer")
+    fork.commit_change(path, "x = 1", "x = 2", "[Relax][PyTorch] Fix it again")
+    assert fork.run("export") == 0
+    problems = check.run(fork.root, None).problems
+    assert problems == [
+        "fix-the-importer.patch: it changes only python/tvm/relax/frontend/torch/: its subject "
+        "starts with [Relax][PyTorch]"
+    ], problems

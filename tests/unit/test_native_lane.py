@@ -70,6 +70,10 @@ def test_a_passing_lane_is_recorded_and_a_changed_native_closure_is_stale(tmp_pa
     write_py = tmp_path / "patches" / "py.patch"
     write_py.write_text(write_py.read_text() + "# more\n")
     assert nativelane.staleness(tmp_path, series_load(tmp_path / "patches")) is None
+    # a native patch's message (its title, a trailer) is not what the lane proves
+    cc = tmp_path / "patches" / "cc.patch"
+    cc.write_text(cc.read_text().replace("Subject: [PATCH] cc", "Subject: [PATCH] [TIRx] cc"))
+    assert nativelane.staleness(tmp_path, series_load(tmp_path / "patches")) is None
     changed = _series(tmp_path, "z.cc")
     assert "changed since the native lane last passed (2026-11-27" in (
         nativelane.staleness(tmp_path, changed) or ""
