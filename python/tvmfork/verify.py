@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import threading
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +257,9 @@ def run_jobs(
     read each test's outcome. Past `timeout` seconds a job is killed: TIMEOUT."""
     results: dict[str, Outcome] = {}
     by_key = {j.key: j for j in jobs}
+    # jobs not yet finished per server: a server none is left for is closed at once (`verify
+    # --alone` makes one per overlay; kept, 70 of them filled the machine's memory)
+    left = Counter((j.python, j.pythonpath) for j in jobs)
     pending = list(reversed(jobs))
     replies: Queue[_Reply] = Queue()
     servers: dict[tuple[Path, str], _Server] = {}  # one per interpreter and PYTHONPATH
@@ -265,6 +269,10 @@ def run_jobs(
 
         def finish(job: Job, outcome: Outcome, seconds: float) -> None:
             results[job.key] = outcome
+            where = (job.python, job.pythonpath)
+            left[where] -= 1
+            if not left[where] and where in servers:
+                servers.pop(where).close(kill=False)
             if on_done:
                 on_done(job, outcome, seconds)
 
@@ -290,10 +298,12 @@ def run_jobs(
                 server, msg = replies.get(timeout=timeout + 120)
                 if msg is None:  # the server ended: its jobs still out are errors
                     why = f"the test server exited: {_tail(server.log, 5)}"
+                    servers = {k: v for k, v in servers.items() if v is not server}
                     for key in sorted(server.jobs - results.keys()):
                         finish(by_key[key], Outcome(ERROR, (), "", why), 0.0)
                         running -= 1
-                    servers = {k: v for k, v in servers.items() if v is not server}
+                    continue
+                if msg["id"] in results:  # a reply of a server already closed
                     continue
                 job, base = by_key[msg["id"]], files[msg["id"]]
                 running -= 1

@@ -271,3 +271,34 @@ def test_jobs_run_apart_a_crash_and_a_timeout_stop_only_their_own(tmp_path: Path
         "slow": verify.TIMEOUT,
         "bug": verify.FAIL,
     }
+
+
+def test_a_server_is_closed_when_no_job_is_left_for_it(tmp_path: Path, monkeypatch) -> None:
+    """`verify --alone` runs each overlay's jobs on a server of its own (a PYTHONPATH each):
+    a server is closed once its last job is done, not kept to the end of the run."""
+    test = tmp_path / "tests" / "test_ok.py"
+    test.parent.mkdir(parents=True)
+    test.write_text("def test_x():\n    pass\n")
+    live: set[int] = set()
+    most = [0]
+
+    class Counted(verify._Server):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            live.add(id(self))
+            most[0] = max(most[0], len(live))
+
+        def close(self, kill: bool) -> None:
+            live.discard(id(self))
+            super().close(kill)
+
+    monkeypatch.setattr(verify, "_Server", Counted)
+    jobs = [
+        verify.Job(f"{name}/{side}", Path(sys.executable), (str(test),), str(tmp_path / name))
+        for name in ("a", "b", "c")
+        for side in ("without", "with")
+    ]
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    out = verify.run_jobs(jobs, tmp_path, env, 30, slots=1)
+    assert {o.status for o in out.values()} == {verify.PASS} and len(out) == 6
+    assert most[0] == 1 and not live
