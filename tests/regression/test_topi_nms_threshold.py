@@ -20,7 +20,11 @@ from .onnxrun import run
 def _nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> None:
     inputs = {"boxes": boxes, "scores": scores}
     graph = helper.make_graph(
-        [helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit", "iou"], ["sel"])],
+        [
+            helper.make_node(
+                "NonMaxSuppression", ["boxes", "scores", "limit", "iou", "least"], ["sel"]
+            )
+        ],
         "nms",
         [
             helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
@@ -30,6 +34,9 @@ def _nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> None:
         [
             numpy_helper.from_array(np.array([10], "int64"), "limit"),
             numpy_helper.from_array(np.array([iou], "float32"), "iou"),
+            # no score filter: the importer's default (0, before the fork's
+            # nonmaxsuppression-reads-its-limits-at-run-time) would drop scores <= 0 itself
+            numpy_helper.from_array(np.array([-np.inf], "float32"), "least"),
         ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
