@@ -95,7 +95,8 @@ def title_problems(patch: Patch) -> list[str]:
             "component tags ([Relax][PyTorch] Import ..., [TIRx] ...)"
         ]
     tags = re.findall(r"\[[^\]]+\]", m.group(1))
-    out, seen = [], set()
+    out: list[str] = []
+    seen: set[int] = set()
     for old, new in OUTDATED_TAGS.items():  # longest forms first: one problem per tag
         want = re.findall(r"\[[^\]]+\]", old)
         for i in range(len(tags)):

@@ -16,10 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 _FILE_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
-_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@ ?(.*)$")
+_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@ ?(.*)$")
 # git's default funcname: a line that starts with a letter, "_" or "$" (a top-level def/class)
 _HEADING_RE = re.compile(r"^[A-Za-z_$]")
-_NEW_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,(\d+))? @@")
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ def parse(diff: str) -> list[Hunk]:
             path = m.group(1)
         elif path is not None and (m := _HUNK_RE.match(line)):
             old = int(m.group(2)) if m.group(2) is not None else 1
-            new = int(_NEW_RE.match(line).group(1) or 1)
+            new = int(m.group(3)) if m.group(3) is not None else 1
             before: list[str] = []
             while old > 0 or new > 0:
                 body = next(lines, None)
@@ -60,7 +59,7 @@ def parse(diff: str) -> list[Hunk]:
                     new -= 1
                 else:
                     break
-            hunks.append(Hunk(path, int(m.group(1)), tuple(before), m.group(3).rstrip()))
+            hunks.append(Hunk(path, int(m.group(1)), tuple(before), m.group(4).rstrip()))
     return hunks
 
 
