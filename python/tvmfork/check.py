@@ -150,27 +150,10 @@ def trailer_problems(patch: Patch, repo_root: Path) -> list[str]:
     return out
 
 
-def _unambiguous(tree: Path, patch: Patch) -> None:
-    """A PatchError where a hunk of `patch` would apply at the wrong place in `tree`."""
-    from tvmfork import hunks
-
-    def read(path: str) -> str | None:
-        f = tree / path
-        return f.read_text(errors="replace") if f.is_file() else None
-
-    misplaced = hunks.ambiguous(patch.data.decode("utf-8", "replace"), read)
-    if misplaced:
-        raise PatchError(
-            f"{patch.name}: a hunk would apply at the wrong place (its context occurs more "
-            f"than once, not at its stated line): {misplaced[0]}"
-            + (f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else "")
-        )
-
-
 def standalone_problems(series: Series, checkout: Path) -> list[str]:
     """Each patch applies on the pin after its `Depends-On:` patches alone, so each can be
     staged as a pull request of its own (`tvmfork stage`)."""
-    from tvmfork import git
+    from tvmfork import git, hunks
     from tvmfork.checkout import base_of
     from tvmfork.patchflow import am
 
@@ -183,7 +166,7 @@ def standalone_problems(series: Series, checkout: Path) -> list[str]:
             deps = series.dependencies(p)
             try:
                 for q in [*deps, p]:
-                    _unambiguous(wt.path, q)
+                    hunks.refuse_misplaced(wt.path, q)
                     am(wt, q)
             except PatchError as exc:
                 named = ", ".join(d.name for d in deps) or "none"

@@ -14,6 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+from tvmfork.errors import PatchError
+from tvmfork.series import Patch
 
 _FILE_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@ ?(.*)$")
@@ -106,3 +110,19 @@ def _heading(lines: list[str], at: int) -> str:
         if _HEADING_RE.match(lines[i]):
             return lines[i].rstrip()
     return ""
+
+
+def refuse_misplaced(tree: Path, patch: Patch, only: str = "") -> None:
+    """A PatchError naming each hunk of `patch` (paths starting with `only`) that git would
+    apply at the wrong place in the files under `tree` (`ambiguous`)."""
+
+    def read(path: str) -> str | None:
+        f = tree / path
+        return f.read_text(errors="replace") if f.is_file() else None
+
+    misplaced = ambiguous(patch.data.decode("utf-8", "replace"), read, only)
+    if misplaced:
+        raise PatchError(
+            f"{patch.name}: a hunk would apply at the wrong place (its context occurs more "
+            "than once, none at its stated line):\n" + "\n".join("    " + m for m in misplaced)
+        )

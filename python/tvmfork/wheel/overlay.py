@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import tempfile
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,14 +26,6 @@ WHEEL_PREFIX = "tvm/"
 
 def to_wheel_path(source_path: str) -> str:
     return WHEEL_PREFIX + source_path[len(SHIPPED_PREFIX) :]
-
-
-def _reader(root: Path) -> Callable[[str], str | None]:
-    def read(path: str) -> str | None:
-        f = root / path
-        return f.read_text(errors="replace") if f.is_file() else None
-
-    return read
 
 
 def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, bytes | None]:
@@ -62,15 +53,7 @@ def patched_files(stock: zipfile.ZipFile, patches: list[Patch]) -> dict[str, byt
         for p in patches:
             if not p.python_files:
                 continue
-            misplaced = hunks.ambiguous(
-                p.data.decode("utf-8", "replace"), _reader(root), only=SHIPPED_PREFIX
-            )
-            if misplaced:
-                raise PatchError(
-                    f"the Python hunks of {p.name} would apply at the wrong place on these "
-                    "files (their context occurs more than once, not at the stated line):\n"
-                    + "\n".join("    " + m for m in misplaced)
-                )
+            hunks.refuse_misplaced(root, p, only=SHIPPED_PREFIX)
             r = proc.run(
                 ["git", "apply", "--verbose", f"--include={SHIPPED_PREFIX}*", p.path.resolve()],
                 cwd=root,
