@@ -162,6 +162,13 @@ def parser() -> argparse.ArgumentParser:
             default="apache-tvm-ffi==0.1.14.post1",
             help="tvm-ffi for the stock side (one with the wheel's C++ ABI; default %(default)s)",
         )
+        sp.add_argument(
+            "--against",
+            metavar="SPEC",
+            help="another stock release (apache-tvm==0.27.0.post1) as the stock side, and the "
+            "fork side its overlay of the Python patches that still apply to it (both with "
+            "--stock-ffi)",
+        )
 
     def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:
         """Options of the commands that run tests on a stock and a fork venv."""
@@ -171,9 +178,9 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="each regression test: fails on stock, passes on fork")
     with_test_sides(v, "only these patches")
     v.add_argument(
-        "--against",
-        metavar="SPEC",
-        help="another stock release (apache-tvm==0.27.0.post1): which patches it still needs",
+        "--table",
+        metavar="FILE",
+        help="also write the verdicts as a markdown page to FILE (docs/against-0.27.md)",
     )
     v.add_argument(
         "--alone",

@@ -22,6 +22,7 @@ from tvmfork.errors import PatchError, TvmforkError, UsageError, VerifyError
 if TYPE_CHECKING:
     from tvmfork.series import Series
     from tvmfork.sides import Sides
+    from tvmfork.verify import Row
 
 
 def cmd_checkout(ctx: Ctx) -> int:
@@ -141,11 +142,41 @@ def cmd_verify(ctx: Ctx) -> int:
         timeout=ctx.args.timeout,
     )
     print(verify.table(rows))
+    if ctx.args.table:
+        _write_verify_table(ctx, series, sides, rows)
     bad = verify.unproven(rows, against=bool(ctx.args.against))
     if bad:
         print(verify.details(bad))
         raise VerifyError(f"{len(bad)} patch(es) not proven: {', '.join(r.patch for r in bad)}")
     return 0
+
+
+def _write_verify_table(ctx: Ctx, series: Series, sides: Sides, rows: list[Row]) -> None:
+    import datetime
+    from pathlib import Path
+
+    from tvmfork import verify
+
+    against = ctx.args.against or f"the pin ({ctx.lock().tag})"
+    command = "tvmfork verify"
+    if ctx.args.against:
+        command += f" --against {ctx.args.against} --stock-ffi {ctx.args.stock_ffi}"
+    lines = [
+        f"Written by `{command} --table FILE` on "
+        f"{datetime.date.today().isoformat()}: each patch's regression tests on stock "
+        f"`{sides.stock_wheel.name}` and on `{sides.fork_wheel.name}` (its overlay of the "
+        f"series' Python patches that apply there; series digest `{series.digest[:10]}`).",
+        "",
+        "- *needed*: fails on stock, passes with the patch;",
+        "- *needed, not in the overlay*: fails on stock; the patch does not apply there, or "
+        "breaks an import (the reason follows): port it;",
+        "- *absorbed*: passes on stock: upstream fixed it (retire the patch when the pin moves);",
+        "- *broken on the release*: applies, but its tests fail with it: port it;",
+        "- *unproven*: stock neither passes nor shows the bug (an error before the check).",
+    ]
+    path = Path(ctx.args.table)
+    path.write_text(verify.markdown(rows, f"Patches still needed on {against}", lines))
+    print(f"wrote {path}")
 
 
 def _verify_alone(ctx: Ctx, series: Series, sides: Sides) -> int:

@@ -24,7 +24,9 @@ def build(
     mode: str,
     variant: str,
     extra: dict[str, Any] | None = None,
+    ffi_requirement: str | None = None,
 ) -> dict[str, Any]:
+    """`ffi_requirement`: the tvm-ffi the wheel needs (default: the lock's bound for the pin)."""
     return {
         "format": FORMAT,
         "version": version,
@@ -32,7 +34,7 @@ def build(
         "variant": variant,
         "upstream": {"url": lock.url, "tag": lock.tag, "commit": lock.commit},
         "series_digest": series.digest,
-        "tvm_ffi_requirement": lock.tvm_ffi_requirement,
+        "tvm_ffi_requirement": ffi_requirement or lock.tvm_ffi_requirement,
         "patches": [
             {
                 "name": p.name,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tvmfork import manifest, stock, ui, venvs
+from tvmfork.against import importable
 from tvmfork.errors import UsageError
 from tvmfork.lock import Lock
 from tvmfork.series import Series
@@ -67,20 +68,33 @@ def test_sides(
     replaces the overlay's venv.
 
     With `against`, the stock side is that release from PyPI and the fork side an overlay of
-    its wheel with the Python patches that still apply to it.
+    its wheel with the Python patches that still apply to it (`against.importable`); both
+    with `stock_ffi`, the release's tvm-ffi.
     """
+    if against and fork_wheel:
+        raise UsageError("--against builds the fork side from that release: no --wheel")
     deps, reqs = venvs.deps_venv(settings, root)
     stock_only: dict[str, str] = {}
+    vroot = settings.cache_dir / "venvs"
     if against:
         base_wheel = stock.download(against, settings.cache_dir / "wheels" / "against")
         stock_sha = stock.sha256_of(base_wheel)
         ui.note(f"{base_wheel.name}: sha256 {stock_sha} (not in the lock)")
         chosen, stock_only = overlay.applicable(series, base_wheel)
+        stock_reqs = [against, stock_ffi]
+        stock_name = f"stock-{venvs.key(against, stock_ffi)}"
+        venvs.ensure(deps, reqs, python=settings.python)
+        release_py = venvs.ensure(
+            vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps
+        )
+        with ui.step(f"import the {len(chosen)} patches that apply on {base_wheel.name}"):
+            chosen, broken = importable(
+                series, chosen, release_py, base_wheel, settings.cache_dir / "alone"
+            )
+        stock_only.update(broken)
         with ui.step(f"overlay wheel from {base_wheel.name}"):
             res = overlay.build(lock, series, base_wheel, settings.out_dir / "against", only=chosen)
         wheel, included = res.path, set(res.included)
-        stock_reqs = [against, stock_ffi]
-        stock_name = f"stock-{venvs.key(against, stock_ffi)}"
         stock_wheel, fork_name = base_wheel, f"{FORK_VENV}-against"
     else:
         stock_path, stock_wf = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
@@ -95,12 +109,11 @@ def test_sides(
     fork_sha = stock.sha256_of(wheel)
     if fork_wheel and not against:  # a given wheel: a venv of its own
         fork_name = f"{FORK_VENV}-{fork_sha[:12]}"
-    vroot = settings.cache_dir / "venvs"
     venvs.ensure(deps, reqs, python=settings.python)
     stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps)
     fork_py = venvs.ensure(
         vroot / fork_name,
-        [str(wheel)],
+        [str(wheel), stock_ffi] if against else [str(wheel)],  # the release's tvm-ffi on both
         python=settings.python,
         deps_venv=deps,
         fingerprint=fork_sha,

@@ -460,3 +460,44 @@ def table(rows: list[Row]) -> str:
         for r in rows
     ]
     return ui.columns(("patch", "stock", "fork", "verdict"), data)
+
+
+# how a verdict reads in a release's table (the first matching prefix)
+_KINDS = (
+    ("ok", "needed"),
+    ("needed (stock", "needed, not in the overlay"),
+    ("NOT NEEDED", "absorbed"),
+    ("BROKEN", "broken on the release"),
+    ("UNPROVEN", "unproven"),
+    ("not run", "not run"),
+)
+
+
+def kind(row: Row) -> str:
+    """needed / needed, not in the overlay / absorbed / broken on the release / unproven /
+    not run: what the row says about the stock release it ran against."""
+    return next((k for prefix, k in _KINDS if row.verdict.startswith(prefix)), "unproven")
+
+
+def markdown(rows: list[Row], title: str, lines: list[str]) -> str:
+    """A markdown page: `title`, the `lines` saying how it was made, a count per kind and one
+    row per patch (`|` in cells escaped)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[kind(r)] = counts.get(kind(r), 0) + 1
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    out = [f"# {title}", "", *lines, ""]
+    out += ["| kind | patches |", "| --- | --- |"]
+    out += [f"| {k} | {counts[k]} |" for _, k in _KINDS if k in counts]
+    out += ["", "| patch | stock | fork | kind | verdict |", "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        stock = r.stock.status if r.stock else "-"
+        fork = r.fork.status if r.fork else "-"
+        out.append(
+            f"| `{r.patch.removesuffix('.patch')}` | {stock} | {fork} | {kind(r)} "
+            f"| {cell(r.verdict)} |"
+        )
+    return "\n".join(out) + "\n"

@@ -302,3 +302,34 @@ def test_a_server_is_closed_when_no_job_is_left_for_it(tmp_path: Path, monkeypat
     out = verify.run_jobs(jobs, tmp_path, env, 30, slots=1)
     assert {o.status for o in out.values()} == {verify.PASS} and len(out) == 6
     assert most[0] == 1 and not live
+
+
+def test_a_release_table_sorts_each_patch_by_what_it_shows() -> None:
+    """`verify --against R --table FILE`: needed / not in the overlay / absorbed / broken /
+    unproven / not run, counted, one row per patch."""
+    o = verify.Outcome
+    rows = [
+        verify.Row("a.patch", ("t",), o(verify.FAIL), o(verify.PASS)),
+        verify.Row("b.patch", ("t",), o(verify.FAIL), None, "does not apply to r.whl"),
+        verify.Row("c.patch", ("t",), o(verify.PASS), o(verify.PASS)),
+        verify.Row("d.patch", ("t",), o(verify.FAIL), o(verify.FAIL)),
+        verify.Row("e.patch", ("t",), o(verify.ERROR, detail="x | y"), o(verify.PASS)),
+        verify.Row("f.patch", ("t",), None, None, "native patch: needs a source build"),
+    ]
+    kinds = [verify.kind(r) for r in rows]
+    assert kinds == [
+        "needed",
+        "needed, not in the overlay",
+        "absorbed",
+        "broken on the release",
+        "unproven",
+        "not run",
+    ]
+    page = verify.markdown(rows, "Patches still needed on r", ["how"])
+    assert page.startswith("# Patches still needed on r\n\nhow\n")
+    assert "| needed | 1 |" in page and "| absorbed | 1 |" in page
+    assert (
+        "| `b` | FAIL | - | needed, not in the overlay | needed (stock FAIL); fork not run: "
+        "does not apply to r.whl |"
+    ) in page
+    assert "x \\| y" in page  # a cell's | does not split the row

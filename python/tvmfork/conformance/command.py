@@ -64,7 +64,9 @@ def run(o: Options, settings: Settings, lock: Lock, series: Series, root: Path) 
     if o.from_bundle is not None:
         header, results = bundles.read_back(o.from_bundle)
         return _write(results, header, out, time.monotonic())
-    pair = sides.test_sides(settings, lock, series, root, stock_ffi=o.stock_ffi, fork_wheel=o.wheel)
+    pair = sides.test_sides(
+        settings, lock, series, root, stock_ffi=o.stock_ffi, against=o.against, fork_wheel=o.wheel
+    )
     if not o.emulated:
         return _run(o, settings, root, pair, out)
     with ui.step(f"prepare {o.emulated} emulated aarch64 device(s)"):

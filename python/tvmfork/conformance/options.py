@@ -73,6 +73,7 @@ class Options:
     report: Path | None
     wheel: Path | None
     stock_ffi: str
+    against: str | None
     shard: Shard | None
     merge: list[Path]
     bundle: Plan | None
@@ -130,6 +131,8 @@ def from_args(a: argparse.Namespace) -> Options:
         bundle = Plan(Path(a.bundle).resolve(), a.bundle_limit * MIB, a.device_python)
         bundle.check()
     wheel = Path(a.wheel).resolve() if a.wheel else None
+    if wheel is not None and a.against:
+        raise UsageError("--against builds the fork side from that release: no --wheel")
     if wheel is not None and not wheel.is_file():
         raise UsageError(f"--wheel {a.wheel}: no such file")
     if wheel is not None and wheel.suffix != ".whl":
@@ -159,6 +162,7 @@ def from_args(a: argparse.Namespace) -> Options:
         report=report.resolve() if report is not None else None,
         wheel=wheel,
         stock_ffi=a.stock_ffi,
+        against=a.against,
         shard=Shard.parse(a.shard) if a.shard else None,
         merge=merge,
         bundle=bundle,

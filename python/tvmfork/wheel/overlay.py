@@ -84,6 +84,9 @@ def applicable(series: Series, wheel: Path) -> tuple[list[Patch], dict[str, str]
     with zipfile.ZipFile(wheel) as zf:
         for p in series.patches:
             why = series.needs_build(p)
+            missing = [d.name for d in series.dependencies(p) if d.name in left_out]
+            if not why and missing:
+                why = f"its Depends-On {', '.join(missing)} is left out"
             if why:
                 left_out[p.name] = why
                 continue
@@ -127,7 +130,8 @@ def build(
 ) -> OverlayResult:
     """Overlay the series' Python patches (or just `only`, for another release's wheel) on
     the stock wheel at `stock_path`; the version is that wheel's plus the series' local
-    part, with `.py` when any patch is left out."""
+    part, with `.py` when any patch is left out. The lock's tvm-ffi bound is the pin's
+    library's: another release's wheel (`only` given) keeps its own requirement."""
     native = [p for p in series.patches if series.needs_build(p)]
     if native and not python_only and only is None:
         names = ", ".join(p.name for p in native)
@@ -145,6 +149,8 @@ def build(
 
     with zipfile.ZipFile(stock_path) as stock:
         changed = patched_files(stock, included)
+        metadata = stock.read(meta).decode()
+        ffi_req = lock.tvm_ffi_requirement if only is None else None
         man = manifest.build(
             lock,
             series,
@@ -153,6 +159,7 @@ def build(
             mode="overlay",
             variant="stock-binary",
             extra={"base_wheel": stock_path.name, "platform": {"tag": platform}},
+            ffi_requirement=ffi_req or repack.ffi_requirement(metadata),
         )
         changed[manifest.MANIFEST_PATH] = manifest.dumps(man)
         version_py = WHEEL_PREFIX + "_version.py"
@@ -160,9 +167,7 @@ def build(
             changed[version_py] = _rewrite_version_py(
                 stock.read(version_py).decode(), version
             ).encode()
-        changed[meta] = repack.rewrite_metadata(
-            stock.read(meta).decode(), version, lock.tvm_ffi_requirement
-        ).encode()
+        changed[meta] = repack.rewrite_metadata(metadata, version, ffi_req).encode()
     repack.repack(stock_path, out_path, changed, version)
     return OverlayResult(
         path=out_path,

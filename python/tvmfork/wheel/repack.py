@@ -27,15 +27,25 @@ def record_hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
-def rewrite_metadata(text: str, version: str, ffi_req: str) -> str:
-    """METADATA with `version` and the apache-tvm-ffi requirement bounded to `ffi_req`."""
+FFI_REQUIREMENT = re.compile(r"(?m)^Requires-Dist: apache-tvm-ffi\b(.*)$")
+
+
+def ffi_requirement(metadata: str) -> str:
+    """The apache-tvm-ffi version specifier a wheel's METADATA states (`>=0.1.14.post0`)."""
+    m = FFI_REQUIREMENT.search(metadata)
+    if m is None:
+        raise PatchError("the wheel's METADATA has no apache-tvm-ffi requirement")
+    return m.group(1).strip()
+
+
+def rewrite_metadata(text: str, version: str, ffi_req: str | None) -> str:
+    """METADATA with `version` and the apache-tvm-ffi requirement bounded to `ffi_req`
+    (None: the wheel's own requirement kept, for another release than the lock's)."""
     text = re.sub(r"(?m)^Version: .*$", f"Version: {version}", text, count=1)
-    text, n = re.subn(
-        r"(?m)^Requires-Dist: apache-tvm-ffi\b.*$",
-        f"Requires-Dist: apache-tvm-ffi{ffi_req}",
-        text,
-        count=1,
-    )
+    if ffi_req is None:
+        ffi_requirement(text)
+        return text
+    text, n = FFI_REQUIREMENT.subn(f"Requires-Dist: apache-tvm-ffi{ffi_req}", text, count=1)
     if n != 1:
         raise PatchError("the wheel's METADATA has no apache-tvm-ffi requirement to bound")
     return text

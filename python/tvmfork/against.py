@@ -1,0 +1,113 @@
+"""`verify --against RELEASE`: which Python patches another release's wheel still takes.
+
+A patch that applies as text can still break that release: its code calls names the release
+renamed (0.27 moved `tvm.arith` to `tvm.sym`), and one such file stops `import tvm` for every
+test. So after the textual check (`overlay.applicable`) the chosen patches' modules are
+imported on the release's own package with those patches written over it (an `alone`
+overlay tree): a module that imports on the bare release and not with the patches drops the
+patches that change the file where the import failed (the innermost frame in a patched file),
+and the patches that depend on them, each with the error as its reason. Repeated until every
+module imports as it does on the bare release.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tvmfork import alone, proc, ui
+from tvmfork.errors import PatchError
+from tvmfork.series import SHIPPED_PREFIX, Patch, Series
+
+# run with the tree first on sys.path: import each module, report the failures as JSON
+_PROBE = r"""
+import importlib, json, sys, traceback
+out = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt from a module too
+        frames = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+        out[name] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+                     "frames": frames}
+        if name == "tvm":
+            break
+print("TVMFORK-PROBE " + json.dumps(out))
+"""
+
+
+def module_of(source_path: str) -> str | None:
+    """`python/tvm/a/b.py` -> `tvm.a.b`, `python/tvm/a/__init__.py` -> `tvm.a`; None for a
+    file that is not a module."""
+    if not source_path.startswith(SHIPPED_PREFIX) or not source_path.endswith(".py"):
+        return None
+    parts = source_path[len("python/") : -len(".py")].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def import_failures(python: Path, tree: Path, modules: list[str]) -> dict[str, dict[str, object]]:
+    """Each of `modules` that fails to import with `tree` first on PYTHONPATH: its error and
+    the files of its traceback (`tvm` first: when it fails, nothing else is tried)."""
+    r = proc.run(
+        [python, "-c", _PROBE, "tvm", *modules],
+        env={"PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"},
+        check=False,
+    )
+    for line in reversed(r.stdout.splitlines()):
+        if line.startswith("TVMFORK-PROBE "):
+            found: dict[str, dict[str, object]] = json.loads(line[len("TVMFORK-PROBE ") :])
+            return found
+    raise PatchError(f"the import probe did not finish (exit {r.returncode}):\n{r.stdout[-2000:]}")
+
+
+def _culprit_file(tree: Path, frames: list[str], touched: set[str], module: str) -> str | None:
+    """The source path of the innermost traceback frame in a file the patches change (the
+    module's own file when no frame is in one)."""
+    prefix = str(tree) + "/"
+    for f in reversed(frames):
+        if f.startswith(prefix):
+            src = "python/" + f[len(prefix) :]
+            if src in touched:
+                return src
+    own = [s for s in touched if module_of(s) == module]
+    return own[0] if own else None
+
+
+def importable(
+    series: Series,
+    chosen: list[Patch],
+    python: Path,
+    wheel: Path,
+    cache: Path,
+) -> tuple[list[Patch], dict[str, str]]:
+    """`chosen` less the patches whose files break an import on the release (`python`'s
+    package, `wheel` its wheel), and why each was dropped."""
+    package = alone.stock_package(python)
+    modules = sorted({m for p in chosen for f in p.python_files if (m := module_of(f))})
+    bare = import_failures(python, alone.overlay_tree(package, wheel, [], cache), modules)
+    if "tvm" in bare:
+        raise PatchError(f"`import tvm` fails on {wheel.name} itself: {bare['tvm']['error']}")
+    dropped: dict[str, str] = {}
+    while True:
+        tree = alone.overlay_tree(package, wheel, chosen, cache)
+        fails = {m: v for m, v in import_failures(python, tree, modules).items() if m not in bare}
+        if not fails:
+            return chosen, dropped
+        module, info = next(iter(fails.items()))
+        touched = {f for p in chosen for f in p.python_files}
+        frames = [str(f) for f in info["frames"]]  # type: ignore[attr-defined]
+        culprit = _culprit_file(tree, frames, touched, module)
+        if culprit is None:
+            raise PatchError(f"`import {module}` fails with the patches: {info['error']}")
+        why = f"applies, but `import {module}` then fails in {culprit}: {info['error']}"
+        bad = {p.name for p in chosen if culprit in p.python_files}
+        for p in chosen:
+            if p.name not in bad and any(d.name in bad for d in series.dependencies(p)):
+                dropped[p.name] = f"its Depends-On is dropped ({why})"
+                bad.add(p.name)
+        for name in bad:
+            dropped.setdefault(name, why)
+        ui.note(f"    {len(bad)} patch(es) dropped: {why}")
+        chosen = [p for p in chosen if p.name not in bad]
