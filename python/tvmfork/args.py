@@ -387,9 +387,25 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("patch", help="the patch (file name, with or without .patch)")
     st.add_argument("--onto", help="a newer upstream revision in the checkout (default: the pin)")
 
+    st = sub.add_parser(
+        "status",
+        help="one row per patch: kind, size, Depends-On, the proofs under docs/proofs/, "
+        "staged, upstream status",
+    )
+    st.add_argument(
+        "--write",
+        action="store_true",
+        help="write the table to docs/status.md instead of printing it",
+    )
+
     r = sub.add_parser("roll", help="re-apply the series onto another upstream revision")
     with_checkout(r)
     r.add_argument("--to", required=True, help="the revision (tag or commit)")
     setting(r, "--source", key="source", help="where to fetch it (default: settings source)")
     r.add_argument("--dry-run", action="store_true", help="report only; change nothing")
+    r.add_argument(
+        "--table",
+        metavar="FILE",
+        help="also write each patch's result as a markdown page to FILE (docs/roll-main.md)",
+    )
     return p

@@ -282,6 +282,18 @@ def cmd_roll(ctx: Ctx) -> int:
     series = ctx.series()
     result = roll.roll(series, require_checkout(ctx), a.to, ctx.settings.source)
     print("\n".join(roll.describe(result, len(series.patches), a.to)))
+    if a.table:
+        import datetime
+        from pathlib import Path
+
+        how = (
+            f"Written by `tvmfork roll --to {a.to} --dry-run --table FILE` on "
+            f"{datetime.date.today().isoformat()}: each patch applied in order onto {a.to}, "
+            "plainly where it applies as it is, else with a 3-way merge. This is a textual "
+            "apply: it says nothing of whether the merged code still works there."
+        )
+        Path(a.table).write_text(roll.markdown(result, a.to, [how]))
+        print(f"wrote {a.table}")
     roll.refuse_conflicts(result, a.to)
     if a.dry_run:
         print("dry run: patches/ and the lock are unchanged")
@@ -292,6 +304,19 @@ def cmd_roll(ctx: Ctx) -> int:
         "note: the lock's stock wheel entries are unchanged: name the wheels (and sha256) of "
         "the new release there before building overlay wheels"
     )
+    return 0
+
+
+def cmd_status(ctx: Ctx) -> int:
+    from tvmfork import status
+
+    found = status.gather(ctx.series(), ctx.root, ctx.settings.out_dir)
+    if not ctx.args.write:
+        print(status.table(found))
+        return 0
+    path = ctx.root / "docs" / "status.md"
+    path.write_text(status.page(found, ctx.root))
+    print(f"wrote {path} ({len(found.rows)} patches; proofs: {len(found.proofs)} page(s))")
     return 0
 
 
@@ -309,6 +334,7 @@ COMMANDS: dict[str, Callable[[Ctx], int]] = {
     "envs": cmd_envs,
     "stage": cmd_stage,
     "roll": cmd_roll,
+    "status": cmd_status,
 }
 
 

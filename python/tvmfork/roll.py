@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvmfork import git
+from tvmfork import git, pages
 from tvmfork.checkout import BASE_REF, WORK_BRANCH, base_of, fetch_url
 from tvmfork.errors import PatchError, SourceError
 from tvmfork.lock import Lock
@@ -107,6 +107,14 @@ def describe(result: RollResult, count: int, rev: str) -> list[str]:
         lines += [f"      conflict in {f}" for f in row.files]
         lines += [f"      hunk {h}" for h in row.hunks]
     return lines
+
+
+def markdown(result: RollResult, rev: str, lines: list[str]) -> str:
+    """The roll as a docs page (`pages`): each patch's status, and a conflict's files."""
+    rows = [(r.patch, (r.status, ", ".join(r.files))) for r in result.rows]
+    kinds = (CLEAN, THREE_WAY, UPSTREAM, CONFLICT)
+    title = f"The series rolled onto {rev} ({result.base[:12]})"
+    return pages.render(title, lines, ("patch", pages.KIND, "conflicting files"), rows, kinds)
 
 
 def refuse_conflicts(result: RollResult, rev: str) -> None:

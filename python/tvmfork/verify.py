@@ -27,7 +27,7 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
 
-from tvmfork import proc, ui
+from tvmfork import pages, proc, ui
 from tvmfork.errors import ProcessError
 from tvmfork.series import Patch, Series
 
@@ -480,24 +480,19 @@ def kind(row: Row) -> str:
 
 
 def markdown(rows: list[Row], title: str, lines: list[str]) -> str:
-    """A markdown page: `title`, the `lines` saying how it was made, a count per kind and one
-    row per patch (`|` in cells escaped)."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[kind(r)] = counts.get(kind(r), 0) + 1
-
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
-    out = [f"# {title}", "", *lines, ""]
-    out += ["| kind | patches |", "| --- | --- |"]
-    out += [f"| {k} | {counts[k]} |" for _, k in _KINDS if k in counts]
-    out += ["", "| patch | stock | fork | kind | verdict |", "| --- | --- | --- | --- | --- |"]
-    for r in rows:
-        stock = r.stock.status if r.stock else "-"
-        fork = r.fork.status if r.fork else "-"
-        out.append(
-            f"| `{r.patch.removesuffix('.patch')}` | {stock} | {fork} | {kind(r)} "
-            f"| {cell(r.verdict)} |"
+    """A docs page (`pages`): `title`, the `lines` saying how it was made, a count per kind
+    and one row per patch."""
+    cells = [
+        (
+            r.patch,
+            (
+                r.stock.status if r.stock else "-",
+                r.fork.status if r.fork else "-",
+                kind(r),
+                r.verdict,
+            ),
         )
-    return "\n".join(out) + "\n"
+        for r in rows
+    ]
+    head = ("patch", "stock", "fork", pages.KIND, "verdict")
+    return pages.render(title, lines, head, cells, [k for _, k in _KINDS])

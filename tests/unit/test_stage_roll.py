@@ -184,6 +184,30 @@ def test_roll_conflict_changes_nothing(two: Fork, capsys) -> None:
     assert two.tvm("status", "--porcelain") == ""
 
 
+def test_roll_writes_its_table_and_status_reads_it_back(two: Fork, capsys) -> None:
+    """`roll --dry-run --table docs/proofs/v2.md`, even when a patch conflicts: a page with each
+    patch's result, which `tvmfork status` shows as the column "v2" beside the series' facts."""
+    upstream_moves(two, PY_FILE, "return x + 3", "return x * 3", "v2.0.0")
+    page = two.root / "docs/proofs/v2.md"
+    page.parent.mkdir(parents=True)
+    args = ("roll", "--to", "v2.0.0", "--dry-run", "--table", str(page))
+    assert two.run(*args, "--source", str(two.upstream.repo)) == 5
+    text = page.read_text()
+    assert "| CONFLICT | 1 |" in text and "| clean | 1 |" in text
+    assert f"| `fix-op3` | CONFLICT | {PY_FILE} |" in text
+    capsys.readouterr()
+    assert two.run("status") == 0
+    out = capsys.readouterr().out
+    head, _, *rows = out.splitlines()
+    assert head.split() == ["patch", "kind", "+/-", "Depends-On", "v2", "staged", "upstream"]
+    assert rows[0].split() == ["fix-op3", "python", "+1/-1", "-", "CONFLICT", "-", "pending"]
+    assert rows[1].split() == ["native-fix", "native", "+1/-1", "-", "clean", "-", "pending"]
+    assert two.run("status", "--write") == 0
+    status = (two.root / "docs/status.md").read_text()
+    assert "| python | 1 |" in status and "[v2](proofs/v2.md)" in status
+    assert "| `native-fix` | native | +1/-1 | - | clean | - | pending |" in status
+
+
 def test_update_lock_text_keeps_comments() -> None:
     text = (
         '# pin\n[upstream]\nurl = "u"\ntag = "v1"\ncommit = "a"  # c\ntree = "t"\n'
