@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmfork import proc, ui
+from tvmfork import pages, proc, ui
 from tvmfork.errors import PatchError
 from tvmfork.series import Patch, Series
 from tvmfork.verify import DEFAULT_TIMEOUT, Job, Outcome, chosen, regression_tests, run_jobs
@@ -166,3 +166,36 @@ def table(rows: list[AloneRow]) -> str:
         for r in rows
     ]
     return ui.columns(("patch", "Depends-On", "without", "with", "verdict"), data)
+
+
+# how a verdict reads in the docs page (the first matching prefix)
+_KINDS = (
+    ("ok", "needed alone"),
+    ("NOT NEEDED", "not needed alone"),
+    ("INCOMPLETE", "incomplete Depends-On"),
+    ("UNPROVEN", "unproven"),
+    ("cannot", "cannot be shown"),
+)
+
+
+def kind(row: AloneRow) -> str:
+    return next((k for prefix, k in _KINDS if row.verdict.startswith(prefix)), "unproven")
+
+
+def markdown(rows: list[AloneRow], title: str, lines: list[str]) -> str:
+    """The rows as a docs page (`pages`)."""
+    cells = [
+        (
+            r.patch,
+            (
+                str(len(r.deps)),
+                r.without.status if r.without else "-",
+                r.with_it.status if r.with_it else "-",
+                kind(r),
+                r.verdict,
+            ),
+        )
+        for r in rows
+    ]
+    head = ("patch", "Depends-On", "without", "with", pages.KIND, "verdict")
+    return pages.render(title, lines, head, cells, [k for _, k in _KINDS])

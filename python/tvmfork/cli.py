@@ -128,6 +128,8 @@ def cmd_verify(ctx: Ctx) -> int:
     series = ctx.series()
     for name in ctx.args.patches:
         series.get(name)  # an unknown name stops here, before any venv is built
+    if ctx.args.alone and ctx.args.against:
+        raise UsageError("--alone proves the series on its pin: leave out --against")
     sides = test_sides(ctx, series)
     if ctx.args.alone:
         return _verify_alone(ctx, series, sides)
@@ -152,20 +154,19 @@ def cmd_verify(ctx: Ctx) -> int:
 
 
 def _write_verify_table(ctx: Ctx, series: Series, sides: Sides, rows: list[Row]) -> None:
-    import datetime
-    from pathlib import Path
-
     from tvmfork import verify
 
     against = ctx.args.against or f"the pin ({ctx.lock().tag})"
     command = "tvmfork verify"
     if ctx.args.against:
         command += f" --against {ctx.args.against} --stock-ffi {ctx.args.stock_ffi}"
+    fork = "the series' Python patches that apply there, over that wheel"
+    if not ctx.args.against:
+        fork = "the fork wheel"
     lines = [
-        f"Written by `{command} --table FILE` on "
-        f"{datetime.date.today().isoformat()}: each patch's regression tests on stock "
-        f"`{sides.stock_wheel.name}` and on `{sides.fork_wheel.name}` (its overlay of the "
-        f"series' Python patches that apply there; series digest `{series.digest[:10]}`).",
+        f"Written by `{command} --table FILE` on {_today()}: each patch's regression tests "
+        f"on stock `{sides.stock_wheel.name}` and on `{sides.fork_wheel.name}` ({fork}; "
+        f"series digest `{series.digest[:10]}`).",
         "",
         "- *needed*: fails on stock, passes with the patch;",
         "- *needed, not in the overlay*: fails on stock; the patch does not apply there, or "
@@ -174,16 +175,25 @@ def _write_verify_table(ctx: Ctx, series: Series, sides: Sides, rows: list[Row])
         "- *broken on the release*: applies, but its tests fail with it: port it;",
         "- *unproven*: stock neither passes nor shows the bug (an error before the check).",
     ]
-    path = Path(ctx.args.table)
-    path.write_text(verify.markdown(rows, f"Patches still needed on {against}", lines))
+    _write_page(ctx.args.table, verify.markdown(rows, f"Patches still needed on {against}", lines))
+
+
+def _today() -> str:
+    import datetime
+
+    return datetime.date.today().isoformat()
+
+
+def _write_page(path: str, text: str) -> None:
+    from pathlib import Path
+
+    Path(path).write_text(text)
     print(f"wrote {path}")
 
 
 def _verify_alone(ctx: Ctx, series: Series, sides: Sides) -> int:
     from tvmfork import alone, ui, verify
 
-    if ctx.args.against:
-        raise UsageError("--alone proves the series on its pin: leave out --against")
     done = 0
 
     def progress(job: verify.Job, outcome: verify.Outcome, seconds: float) -> None:
@@ -202,6 +212,19 @@ def _verify_alone(ctx: Ctx, series: Series, sides: Sides) -> int:
         on_done=progress,
     )
     print(alone.table(rows))
+    if ctx.args.table:
+        lines = [
+            f"Written by `tvmfork verify --alone --table FILE` on {_today()}: each Python "
+            f"patch's regression tests on the stock wheel's package (`{sides.stock_wheel.name}`)"
+            " with only its Depends-On closure (stock itself where it names none), then with "
+            f"the patch too; series digest `{series.digest[:10]}`.",
+            "",
+            "- *needed alone*: fails without the patch, passes with it;",
+            "- *incomplete Depends-On*: it needs a patch it does not name (it does not apply "
+            "on its closure, or its tests fail with it);",
+            "- *cannot be shown*: a native patch, or one on a native patch (a source build).",
+        ]
+        _write_page(ctx.args.table, alone.markdown(rows, "Each patch needed alone", lines))
     bad = [r for r in rows if not r.ok]
     if bad:
         names = ", ".join(r.patch for r in bad)
@@ -283,17 +306,13 @@ def cmd_roll(ctx: Ctx) -> int:
     result = roll.roll(series, require_checkout(ctx), a.to, ctx.settings.source)
     print("\n".join(roll.describe(result, len(series.patches), a.to)))
     if a.table:
-        import datetime
-        from pathlib import Path
-
         how = (
-            f"Written by `tvmfork roll --to {a.to} --dry-run --table FILE` on "
-            f"{datetime.date.today().isoformat()}: each patch applied in order onto {a.to}, "
+            f"Written by `tvmfork roll --to {a.to} --dry-run --table FILE` on {_today()}: "
+            "each patch applied in order onto {a.to}, "
             "plainly where it applies as it is, else with a 3-way merge. This is a textual "
             "apply: it says nothing of whether the merged code still works there."
         )
-        Path(a.table).write_text(roll.markdown(result, a.to, [how]))
-        print(f"wrote {a.table}")
+        _write_page(a.table, roll.markdown(result, a.to, [how]))
     roll.refuse_conflicts(result, a.to)
     if a.dry_run:
         print("dry run: patches/ and the lock are unchanged")

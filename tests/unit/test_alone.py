@@ -95,6 +95,9 @@ def test_each_verdict_from_real_runs(
     assert got["fix-op7.patch"][2].startswith("NOT NEEDED"), got
     assert [r.ok for r in rows] == [True, True, False, False]
     assert "fix-op6.patch" in alone.table(rows)
+    page = alone.markdown(rows, "t", [])
+    assert "| needed alone | 2 |" in page and "| incomplete Depends-On | 1 |" in page
+    assert "| `fix-op4` | 1 | FAIL | pass | needed alone | ok: needed on its Depends-On |" in page
 
 
 def test_a_native_patch_cannot_be_shown_and_says_why() -> None:
