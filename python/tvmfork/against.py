@@ -4,10 +4,13 @@ A patch that applies as text can still break that release: its code calls names 
 renamed (0.27 moved `tvm.arith` to `tvm.sym`), and one such file stops `import tvm` for every
 test. So after the textual check (`overlay.applicable`) the chosen patches' modules are
 imported on the release's own package with those patches written over it (an `alone`
-overlay tree): a module that imports on the bare release and not with the patches drops the
-patches that change the file where the import failed (the innermost frame in a patched file),
-and the patches that depend on them, each with the error as its reason. Repeated until every
-module imports as it does on the bare release.
+overlay tree), and a small torch model is imported, compiled and run there (a name renamed
+under a pass fails only then: 0.27 has no `tvm.tirx.stmt_functor`). A module that imports on
+the bare release and not with the patches, or the model failing only with them, drops the
+patches that change the file where it failed (the innermost traceback frame in a patched
+file; bisected over the patches when no frame is in one), and the patches that depend on
+them, each with the error as its reason. Repeated until everything works as it does on the
+bare release.
 """
 
 from __future__ import annotations
@@ -32,7 +35,43 @@ for name in sys.argv[1:]:
                      "frames": frames}
         if name == "tvm":
             break
+if "tvm" not in out:  # then compile and run a small model, as nearly every test does
+    try:
+        exec(compile(SMOKE, "<smoke>", "exec"), {})
+    except BaseException as exc:
+        frames = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+        out[SMOKE_NAME] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+                           "frames": frames}
 print("TVMFORK-PROBE " + json.dumps(out))
+"""
+
+# the probe's last step: a torch model with a conv, a dense layer and elementwise ops through
+# torch.export, the importer, the default pipeline and the VM, checked against PyTorch
+SMOKE_NAME = "a small torch model, imported, compiled and run"
+SMOKE = r"""
+import numpy as np, torch, tvm
+from tvm import relax
+from tvm.relax.frontend.torch import from_exported_program
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = torch.nn.Linear(4 * 8 * 8, 5)
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return torch.softmax(self.fc(y.flatten(1)) * 2.0 + 1.0, dim=-1)
+
+torch.manual_seed(0)
+m, x = M().eval(), torch.randn(2, 3, 8, 8)
+mod = from_exported_program(torch.export.export(m, (x,)))
+ex = tvm.compile(mod, "llvm")
+vm = relax.VirtualMachine(ex, tvm.cpu())
+got = vm["main"](tvm.runtime.tensor(x.numpy()))
+got = got if hasattr(got, "numpy") else got[0]
+with torch.no_grad():
+    want = m(x).numpy()
+np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
 """
 
 
@@ -51,7 +90,13 @@ def import_failures(python: Path, tree: Path, modules: list[str]) -> dict[str, d
     """Each of `modules` that fails to import with `tree` first on PYTHONPATH: its error and
     the files of its traceback (`tvm` first: when it fails, nothing else is tried)."""
     r = proc.run(
-        [python, "-c", _PROBE, "tvm", *modules],
+        [
+            python,
+            "-c",
+            f"SMOKE = {SMOKE!r}\nSMOKE_NAME = {SMOKE_NAME!r}\n{_PROBE}",
+            "tvm",
+            *modules,
+        ],
         env={"PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"},
         check=False,
     )
@@ -75,6 +120,32 @@ def _culprit_file(tree: Path, frames: list[str], touched: set[str], module: str)
     return own[0] if own else None
 
 
+def _what(module: str) -> str:
+    return SMOKE_NAME if module == SMOKE_NAME else f"`import {module}`"
+
+
+def _first_failing(
+    python: Path,
+    package: Path,
+    wheel: Path,
+    cache: Path,
+    chosen: list[Patch],
+    module: str,
+    modules: list[str],
+) -> Patch:
+    """The patch of `chosen` whose prefix first fails `module` (bisected: a failure no
+    traceback frame ties to a patched file)."""
+    lo, hi = 0, len(chosen)  # chosen[:lo] passes, chosen[:hi] fails
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        tree = alone.overlay_tree(package, wheel, chosen[:mid], cache)
+        if module in import_failures(python, tree, modules):
+            hi = mid
+        else:
+            lo = mid
+    return chosen[hi - 1]
+
+
 def importable(
     series: Series,
     chosen: list[Patch],
@@ -82,13 +153,16 @@ def importable(
     wheel: Path,
     cache: Path,
 ) -> tuple[list[Patch], dict[str, str]]:
-    """`chosen` less the patches whose files break an import on the release (`python`'s
-    package, `wheel` its wheel), and why each was dropped."""
+    """`chosen` less the patches that break the release (`python`'s package, `wheel` its
+    wheel): an import of a module they change, or the small model's compile and run, that
+    works there without them; and why each was dropped."""
     package = alone.stock_package(python)
     modules = sorted({m for p in chosen for f in p.python_files if (m := module_of(f))})
     bare = import_failures(python, alone.overlay_tree(package, wheel, [], cache), modules)
     if "tvm" in bare:
         raise PatchError(f"`import tvm` fails on {wheel.name} itself: {bare['tvm']['error']}")
+    if SMOKE_NAME in bare:
+        ui.note(f"    (on {wheel.name} itself, {SMOKE_NAME} fails: {bare[SMOKE_NAME]['error']})")
     dropped: dict[str, str] = {}
     while True:
         tree = alone.overlay_tree(package, wheel, chosen, cache)
@@ -99,10 +173,13 @@ def importable(
         touched = {f for p in chosen for f in p.python_files}
         frames = [str(f) for f in info["frames"]]  # type: ignore[attr-defined]
         culprit = _culprit_file(tree, frames, touched, module)
-        if culprit is None:
-            raise PatchError(f"`import {module}` fails with the patches: {info['error']}")
-        why = f"applies, but `import {module}` then fails in {culprit}: {info['error']}"
-        bad = {p.name for p in chosen if culprit in p.python_files}
+        if culprit is not None:
+            why = f"applies, but {_what(module)} then fails in {culprit}: {info['error']}"
+            bad = {p.name for p in chosen if culprit in p.python_files}
+        else:
+            first = _first_failing(python, package, wheel, cache, chosen, module, modules)
+            why = f"applies, but {_what(module)} then fails: {info['error']}"
+            bad = {first.name}
         for p in chosen:
             if p.name not in bad and any(d.name in bad for d in series.dependencies(p)):
                 dropped[p.name] = f"its Depends-On is dropped ({why})"
