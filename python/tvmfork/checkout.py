@@ -71,7 +71,7 @@ def _fetch_git(repo: git.Repo, source: str, commit: str, tag: str | None, shallo
                 f"tag {tag} in {source} is {tagged}, but the lock pins {commit}; "
                 "refusing a source that is not the pin"
             )
-    r = repo.run("fetch", "--no-tags", *depth, url, commit, check=False)
+    r = repo.run("fetch", "--no-tags", "--no-recurse-submodules", *depth, url, commit, check=False)
     if r.returncode != 0:
         raise SourceError(
             f"commit {commit} could not be fetched from {source}"

@@ -58,7 +58,9 @@ def resolve(repo: git.Repo, rev: str, source: str | None) -> str:
         return local
     if source is None:
         raise SourceError(f"{rev} is not in {repo.path}; pass --source to fetch it")
-    r = repo.run("fetch", "--no-tags", fetch_url(source), rev, check=False)
+    r = repo.run(
+        "fetch", "--no-tags", "--no-recurse-submodules", fetch_url(source), rev, check=False
+    )
     if r.returncode != 0:
         raise SourceError(f"cannot fetch {rev} from {source}:\n    {r.stdout.strip()[-500:]}")
     got = repo.rev("FETCH_HEAD")
