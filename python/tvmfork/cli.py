@@ -308,8 +308,9 @@ def cmd_roll(ctx: Ctx) -> int:
     if a.table:
         how = (
             f"Written by `tvmfork roll --to {a.to} --dry-run --table FILE` on {_today()}: "
-            "each patch applied in order, plainly where it applies as it is, else with a 3-way merge. This is a textual "
-            "apply: it says nothing of whether the merged code still works there."
+            "each patch applied in order, plainly where it applies as it is, else with a "
+            "3-way merge. This is a textual apply: it says nothing of whether the merged code "
+            "still works there."
         )
         _write_page(a.table, roll.markdown(result, a.to, [how]))
     roll.refuse_conflicts(result, a.to)
