@@ -284,7 +284,9 @@ def cmd_stage(ctx: Ctx) -> int:
     series.get(a.patch)
     checkout = require_checkout(ctx)
     linters = stage.upstream_linters(s.cache_dir, s.python)
-    bundle = stage.stage(series, a.patch, checkout, s.out_dir, a.onto, linters)
+    bundle = stage.stage(
+        series, a.patch, checkout, s.out_dir, a.onto, linters, s.stage.author, s.stage.signoff
+    )
     print(f"branch {bundle.branch} at {bundle.head[:12]} in {checkout} (not pushed)")
     print(f"pull request bundle: {bundle.dir}")
     for name, file, result in bundle.checks:

@@ -97,10 +97,11 @@ def body(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def upstream_message(patch: Patch) -> str:
+def upstream_message(patch: Patch, signoff: str = "") -> str:
     """The commit message for upstream: subject and description, the fork's trailers
-    dropped."""
-    return f"{patch.subject}\n\n{_description(patch)}\n"
+    dropped; `signoff` (`Name <email>`) as its only trailer."""
+    text = f"{patch.subject}\n\n{_description(patch)}\n"
+    return text + (f"\nSigned-off-by: {signoff}\n" if signoff else "")
 
 
 # The pre-commit hooks whose versions upstream pins, and the PyPI package of each tool.
@@ -208,10 +209,13 @@ def stage(
     out_dir: Path,
     onto: str | None,
     linters: Callable[[git.Repo], tuple[dict[str, list[str]], str]],
+    author: str = "",
+    signoff: bool = False,
 ) -> Bundle:
     """Stage `name` (after its dependencies) on the pin or `onto`; its commit carries the
-    message upstream sees (no fork trailers), and the bundle the pull request. `linters`
-    gives, for the staged tree, the lint commands to run and why any is missing."""
+    message upstream sees (no fork trailers), authored by `author` (`Name <email>`; default
+    the patch's own) and signed off by them with `signoff`, and the bundle the pull request.
+    `linters` gives, for the staged tree, the lint commands to run and why any is missing."""
     patch = series.get(name)
     for key in REQUIRED_TRAILERS:
         if not patch.trailer(key):
@@ -225,8 +229,18 @@ def stage(
     with git.worktree(repo, base) as wt:
         for p in [*deps, patch]:
             am(wt, p, three_way=onto is not None)
+        if not author:
+            author = wt.run("log", "-1", "--format=%an <%ae>").stdout.strip()
+        message = upstream_message(patch, author if signoff else "")
         wt.run(
-            "commit", "-q", "--amend", "-F", "-", input=upstream_message(patch), env=git.COMMITTER
+            "commit",
+            "-q",
+            "--amend",
+            f"--author={author}",
+            "-F",
+            "-",
+            input=message,
+            env=git.COMMITTER,
         )
         head = wt.head()
         tools, why_not = linters(wt)

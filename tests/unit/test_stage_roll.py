@@ -70,6 +70,29 @@ def test_stage_makes_a_branch_and_a_bundle(two: Fork, tmp_path) -> None:
     assert git(two.upstream.repo, "branch", "--list", "tvmfork/*") == ""  # nothing pushed
 
 
+def test_stage_authors_and_signs_off_from_settings(two: Fork, tmp_path: Path) -> None:
+    """By default the staged commit keeps the patch's author and has no trailer; the
+    settings' `stage.author` and `stage.signoff` give the author and a Signed-off-by line;
+    the settings refuse an author that is not `Name <email>`."""
+    from tvmfork import settings
+
+    series = seriesmod.load(two.root / "patches")
+    bundle = stage(series, "native-fix", two.checkout, tmp_path / "out", None, _ruff)
+    assert two.tvm("log", "-1", "--format=%an <%ae>", bundle.head) == "dev <dev@example.com>"
+    assert "Signed-off-by" not in two.tvm("log", "-1", "--format=%B", bundle.head)
+    me = "Ada Lovelace <ada@example.org>"
+    bundle = stage(series, "native-fix", two.checkout, tmp_path / "out", None, _ruff, me, True)
+    assert two.tvm("log", "-1", "--format=%an <%ae>", bundle.head) == me
+    message = two.tvm("log", "-1", "--format=%B", bundle.head).strip()
+    assert message.endswith(f"Why this change.\n\nSigned-off-by: {me}"), message
+    assert f"Signed-off-by: {me}" in (bundle.dir / "native-fix.patch").read_text()
+    (two.root / "tvmfork.local.toml").write_text(
+        (two.root / "tvmfork.local.toml").read_text() + '[stage]\nauthor = "ada"\n'
+    )
+    with pytest.raises(settings.UsageError, match="stage.author must read"):
+        settings.load(two.root, {})
+
+
 def test_stage_with_dependency_and_license_check(two: Fork, tmp_path) -> None:
     two.commit_change("src/new.cc", "", "int f();\n", "[Op] New file")
     two.tvm(
