@@ -165,9 +165,9 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--against",
             metavar="SPEC",
-            help="another stock release (apache-tvm==0.27.0.post1) as the stock side, and the "
-            "fork side its overlay of the Python patches that still apply to it (both with "
-            "--stock-ffi)",
+            help="another stock release (apache-tvm==0.27.0.post1, or a wheel file built from "
+            "another upstream commit) as the stock side, and the fork side its overlay of the "
+            "Python patches that still apply to it (both with --stock-ffi)",
         )
 
     def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:

@@ -77,12 +77,18 @@ def test_sides(
     stock_only: dict[str, str] = {}
     vroot = settings.cache_dir / "venvs"
     if against:
-        base_wheel = stock.download(against, settings.cache_dir / "wheels" / "against")
+        if against.endswith(".whl"):  # a wheel built here: upstream at another commit
+            base_wheel = Path(against).resolve()
+            if not base_wheel.is_file():
+                raise UsageError(f"--against {against}: no such wheel")
+        else:
+            base_wheel = stock.download(against, settings.cache_dir / "wheels" / "against")
         stock_sha = stock.sha256_of(base_wheel)
         ui.note(f"{base_wheel.name}: sha256 {stock_sha} (not in the lock)")
         chosen, stock_only = overlay.applicable(series, base_wheel)
-        stock_reqs = [against, stock_ffi]
-        stock_name = f"stock-{venvs.key(against, stock_ffi)}"
+        release = str(base_wheel) if against.endswith(".whl") else against
+        stock_reqs = [release, stock_ffi]
+        stock_name = f"stock-{venvs.key(release, stock_ffi, stock_sha)}"
         venvs.ensure(deps, reqs, python=settings.python)
         release_py = venvs.ensure(
             vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps
@@ -95,7 +101,7 @@ def test_sides(
         with ui.step(f"overlay wheel from {base_wheel.name}"):
             res = overlay.build(lock, series, base_wheel, settings.out_dir / "against", only=chosen)
         wheel, included = res.path, set(res.included)
-        stock_wheel, fork_name = base_wheel, f"{FORK_VENV}-against"
+        stock_wheel, fork_name = base_wheel, f"{FORK_VENV}-against-{stock_sha[:12]}"
     else:
         stock_path, stock_wf = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
         if fork_wheel:

@@ -89,7 +89,7 @@ def test_stage_authors_and_signs_off_from_settings(two: Fork, tmp_path: Path) ->
     (two.root / "tvmfork.local.toml").write_text(
         (two.root / "tvmfork.local.toml").read_text() + '[stage]\nauthor = "ada"\n'
     )
-    with pytest.raises(settings.UsageError, match="stage.author must read"):
+    with pytest.raises(settings.UsageError, match=r"stage\.author must read"):
         settings.load(two.root, {})
 
 
