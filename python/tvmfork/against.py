@@ -103,6 +103,8 @@ def import_failures(python: Path, tree: Path, modules: list[str]) -> dict[str, d
     for line in reversed(r.stdout.splitlines()):
         if line.startswith("TVMFORK-PROBE "):
             found: dict[str, dict[str, object]] = json.loads(line[len("TVMFORK-PROBE ") :])
+            for info in found.values():  # paths in the tree read as the package's own
+                info["error"] = str(info["error"]).replace(f"{tree}/", "")
             return found
     raise PatchError(f"the import probe did not finish (exit {r.returncode}):\n{r.stdout[-2000:]}")
 
