@@ -16,6 +16,7 @@ bare release.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tvmfork import alone, proc, ui
@@ -109,6 +110,96 @@ def import_failures(python: Path, tree: Path, modules: list[str]) -> dict[str, d
     raise PatchError(f"the import probe did not finish (exit {r.returncode}):\n{r.stdout[-2000:]}")
 
 
+# run with the tree first on sys.path: argv[1] is {module: [dotted names]}; prints, for each
+# module, the names it uses that do not resolve on this TVM (a module's attribute missing)
+_NAMES_PROBE = r"""
+import importlib, json, sys, types
+ALIASES = {"tvm", "relax", "tirx", "te", "topi", "s_tir", "arith"}
+out = {}
+for name, dotted in json.loads(sys.argv[1]).items():
+    try:
+        mod = importlib.import_module(name)
+    except BaseException:
+        continue  # the import probe reports it
+    for chain in dotted:
+        head, *parts = chain.split(".")
+        obj = vars(mod).get(head)
+        if not isinstance(obj, types.ModuleType):
+            if head not in ALIASES:
+                continue  # a local or a non-module: nothing to check statically
+            try:
+                obj = importlib.import_module("tvm" if head == "tvm" else "tvm." + head)
+            except ImportError:
+                continue
+        if obj.__name__.split(".")[0] != "tvm":
+            continue  # numpy's, torch's: the same on both sides
+        for part in parts:
+            if not isinstance(obj, types.ModuleType):
+                break  # an attribute of a class or value: not checked
+            if not hasattr(obj, part):
+                try:
+                    obj = importlib.import_module(obj.__name__ + "." + part)
+                    continue
+                except ImportError:
+                    out.setdefault(name, []).append(chain)
+                    break
+            obj = getattr(obj, part)
+print("TVMFORK-NAMES " + json.dumps(out))
+"""
+
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+
+
+def _code_of(line: str, in_doc: bool) -> tuple[str, bool]:
+    """The code of one source line outside strings and comments, and whether a triple-quoted
+    string is still open after it (`in_doc`: open before it)."""
+    code = []
+    for k, part in enumerate(re.split(r'"""|\'\'\'', line)):
+        if k:
+            in_doc = not in_doc
+        if not in_doc:
+            part = re.sub(r"'[^']*'|\"[^\"]*\"", "''", part)  # one-line string literals
+            code.append(part.split("#", 1)[0])
+            if "#" in part:
+                break
+    return " ".join(code), in_doc
+
+
+def added_names(patch: Patch) -> dict[str, set[str]]:
+    """module -> the dotted names (`relax.Constant`) in the code the patch adds to it: its
+    `+` lines, outside comments and strings (a hunk's new side read from its start, which is
+    taken to be outside a docstring)."""
+    out: dict[str, set[str]] = {}
+    module: str | None = None
+    in_doc = False
+    for line in patch.code.decode("utf-8", "replace").splitlines():
+        if line.startswith("+++ "):
+            module = module_of(line[len("+++ b/") :]) if line.startswith("+++ b/") else None
+        elif line.startswith("@@"):
+            in_doc = False
+        elif module and line[:1] in ("+", " "):
+            code, in_doc = _code_of(line[1:], in_doc)
+            if line.startswith("+"):
+                out.setdefault(module, set()).update(_DOTTED.findall(code))
+    return out
+
+
+def missing_names(python: Path, tree: Path, wanted: dict[str, set[str]]) -> dict[str, list[str]]:
+    """module -> the names of `wanted[module]` that do not resolve with `tree` first on
+    PYTHONPATH (a TVM module lacking the attribute)."""
+    arg = json.dumps({m: sorted(n) for m, n in wanted.items()})
+    r = proc.run(
+        [python, "-c", _NAMES_PROBE, arg],
+        env={"PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"},
+        check=False,
+    )
+    for line in reversed(r.stdout.splitlines()):
+        if line.startswith("TVMFORK-NAMES "):
+            found: dict[str, list[str]] = json.loads(line[len("TVMFORK-NAMES ") :])
+            return found
+    raise PatchError(f"the names probe did not finish (exit {r.returncode}):\n{r.stdout[-2000:]}")
+
+
 def _culprit_file(tree: Path, frames: list[str], touched: set[str], module: str) -> str | None:
     """The source path of the innermost traceback frame in a file the patches change (the
     module's own file when no frame is in one)."""
@@ -148,6 +239,20 @@ def _first_failing(
     return chosen[hi - 1]
 
 
+def _drop(
+    series: Series, chosen: list[Patch], bad: set[str], why: str, dropped: dict[str, str]
+) -> list[Patch]:
+    """`chosen` less `bad` and the patches that depend on one, each reason in `dropped`."""
+    for p in chosen:
+        if p.name not in bad and any(d.name in bad for d in series.dependencies(p)):
+            dropped[p.name] = f"its Depends-On is dropped ({why})"
+            bad.add(p.name)
+    for name in bad:
+        dropped.setdefault(name, why)
+    ui.note(f"    {len(bad)} patch(es) dropped: {why}")
+    return [p for p in chosen if p.name not in bad]
+
+
 def importable(
     series: Series,
     chosen: list[Patch],
@@ -157,7 +262,8 @@ def importable(
 ) -> tuple[list[Patch], dict[str, str]]:
     """`chosen` less the patches that break the release (`python`'s package, `wheel` its
     wheel): an import of a module they change, or the small model's compile and run, that
-    works there without them; and why each was dropped."""
+    works there without them, or a TVM name they add a use of that the release does not
+    have; and why each was dropped."""
     package = alone.stock_package(python)
     modules = sorted({m for p in chosen for f in p.python_files if (m := module_of(f))})
     bare = import_failures(python, alone.overlay_tree(package, wheel, [], cache), modules)
@@ -165,28 +271,34 @@ def importable(
         raise PatchError(f"`import tvm` fails on {wheel.name} itself: {bare['tvm']['error']}")
     if SMOKE_NAME in bare:
         ui.note(f"    (on {wheel.name} itself, {SMOKE_NAME} fails: {bare[SMOKE_NAME]['error']})")
+    names = {p.name: added_names(p) for p in chosen}
     dropped: dict[str, str] = {}
     while True:
         tree = alone.overlay_tree(package, wheel, chosen, cache)
         fails = {m: v for m, v in import_failures(python, tree, modules).items() if m not in bare}
-        if not fails:
-            return chosen, dropped
-        module, info = next(iter(fails.items()))
-        touched = {f for p in chosen for f in p.python_files}
-        frames = [str(f) for f in info["frames"]]  # type: ignore[attr-defined]
-        culprit = _culprit_file(tree, frames, touched, module)
-        if culprit is not None:
-            why = f"applies, but {_what(module)} then fails in {culprit}: {info['error']}"
-            bad = {p.name for p in chosen if culprit in p.python_files}
-        else:
-            first = _first_failing(python, package, wheel, cache, chosen, module, modules)
-            why = f"applies, but {_what(module)} then fails: {info['error']}"
-            bad = {first.name}
+        if fails:
+            module, info = next(iter(fails.items()))
+            touched = {f for p in chosen for f in p.python_files}
+            frames = [str(f) for f in info["frames"]]  # type: ignore[attr-defined]
+            culprit = _culprit_file(tree, frames, touched, module)
+            if culprit is not None:
+                why = f"applies, but {_what(module)} then fails in {culprit}: {info['error']}"
+                bad = {p.name for p in chosen if culprit in p.python_files}
+            else:
+                first = _first_failing(python, package, wheel, cache, chosen, module, modules)
+                why = f"applies, but {_what(module)} then fails: {info['error']}"
+                bad = {first.name}
+            chosen = _drop(series, chosen, bad, why, dropped)
+            continue
+        wanted: dict[str, set[str]] = {}
         for p in chosen:
-            if p.name not in bad and any(d.name in bad for d in series.dependencies(p)):
-                dropped[p.name] = f"its Depends-On is dropped ({why})"
-                bad.add(p.name)
-        for name in bad:
-            dropped.setdefault(name, why)
-        ui.note(f"    {len(bad)} patch(es) dropped: {why}")
-        chosen = [p for p in chosen if p.name not in bad]
+            for module, used in names[p.name].items():
+                wanted.setdefault(module, set()).update(used)
+        missing = missing_names(python, tree, wanted)
+        if not missing:
+            return chosen, dropped
+        module, absent = next(iter(missing.items()))
+        name = absent[0]
+        why = f"applies, but uses `{name}` in {module}, which {wheel.name} does not have"
+        bad = {p.name for p in chosen if name in names[p.name].get(module, set())}
+        chosen = _drop(series, chosen, bad, why, dropped)

@@ -90,3 +90,34 @@ def test_another_release_keeps_its_own_tvm_ffi_requirement() -> None:
     assert repack.ffi_requirement(kept) == ">=0.1.14.post0"
     bounded = repack.rewrite_metadata(meta, "0.27.0+fork.x", ">=0.1.13,<0.1.15")
     assert repack.ffi_requirement(bounded) == ">=0.1.13,<0.1.15"
+
+
+def test_a_patch_that_uses_a_name_the_release_lacks_is_dropped(
+    fork: Fork, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module imports, but a function the patch changes calls `tvm.renamed_away`, which
+    the release does not have: found from the lines the patch adds, before any test runs."""
+    fork.commit_change(
+        PY_FILE,
+        "def op3(x):\n    return x + 3",
+        "def op3(x):\n    import tvm\n\n    return tvm.renamed_away(x)  # tvm.in_a_comment",
+        "[Relax] Fix op3",
+    )
+    fork.commit_change(
+        "python/tvm/relax/other.py", "", "import tvm\n\nX = 1\n", "[Relax] Add other"
+    )
+    assert fork.run("export") == 0
+    series = seriesmod.load(fork.root / "patches")
+    assert against.added_names(series.get("fix-op3.patch")) == {
+        "tvm.relax.legalize": {"tvm.renamed_away"}
+    }
+    package = _package(fork.wheel, tmp_path)
+    monkeypatch.setattr(alone, "stock_package", lambda python: package)
+    kept, dropped = against.importable(
+        series, list(series.patches), Path(sys.executable), fork.wheel, tmp_path / "cache"
+    )
+    assert [p.name for p in kept] == ["add-other.patch"]
+    assert dropped == {
+        "fix-op3.patch": "applies, but uses `tvm.renamed_away` in tvm.relax.legalize, which "
+        f"{fork.wheel.name} does not have"
+    }
