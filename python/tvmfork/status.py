@@ -1,7 +1,7 @@
 """`tvmfork status`: one row per patch, joining what the series says (kind, size, Depends-On,
 upstream status) with what the proving commands last wrote under `docs/proofs/`: each page
 (`verify --table`, `verify --against R --table`, `roll --dry-run --table`) is a column named
-by its file (pin.md -> "pin"), and with a stage bundle in out/stage, whether it is ready."""
+by its file (pin.md -> "pin", first), and with a stage bundle in out/stage, whether it is ready."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class Status:
 
 
 def gather(series: Series, repo_root: Path, out_dir: Path) -> Status:
-    proofs = sorted((repo_root / PROOFS).glob("*.md"))
+    proofs = sorted((repo_root / PROOFS).glob("*.md"), key=lambda p: (p.stem != "pin", p.stem))
     columns = {p.stem: pages.read(p) for p in proofs}
     head = ("patch", pages.KIND, "+/-", "Depends-On", *columns, "staged", "upstream")
     rows = []
