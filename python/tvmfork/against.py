@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from tvmfork import alone, proc, ui
 from tvmfork.errors import PatchError
@@ -87,27 +88,29 @@ def module_of(source_path: str) -> str | None:
     return ".".join(parts)
 
 
-def import_failures(python: Path, tree: Path, modules: list[str]) -> dict[str, dict[str, object]]:
-    """Each of `modules` that fails to import with `tree` first on PYTHONPATH: its error and
-    the files of its traceback (`tvm` first: when it fails, nothing else is tried)."""
+def _probe(python: Path, tree: Path, code: str, args: list[str], tag: str) -> Any:
+    """Run `code` with `tree` first on PYTHONPATH; the JSON it prints after `tag`."""
     r = proc.run(
-        [
-            python,
-            "-c",
-            f"SMOKE = {SMOKE!r}\nSMOKE_NAME = {SMOKE_NAME!r}\n{_PROBE}",
-            "tvm",
-            *modules,
-        ],
+        [python, "-c", code, *args],
         env={"PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"},
         check=False,
     )
     for line in reversed(r.stdout.splitlines()):
-        if line.startswith("TVMFORK-PROBE "):
-            found: dict[str, dict[str, object]] = json.loads(line[len("TVMFORK-PROBE ") :])
-            for info in found.values():  # paths in the tree read as the package's own
-                info["error"] = str(info["error"]).replace(f"{tree}/", "")
-            return found
-    raise PatchError(f"the import probe did not finish (exit {r.returncode}):\n{r.stdout[-2000:]}")
+        if line.startswith(tag + " "):
+            return json.loads(line[len(tag) + 1 :])
+    raise PatchError(f"the {tag} probe did not finish (exit {r.returncode}):\n{r.stdout[-2000:]}")
+
+
+def import_failures(python: Path, tree: Path, modules: list[str]) -> dict[str, dict[str, object]]:
+    """Each of `modules` that fails to import with `tree` first on PYTHONPATH: its error and
+    the files of its traceback (`tvm` first: when it fails, nothing else is tried)."""
+    code = f"SMOKE = {SMOKE!r}\nSMOKE_NAME = {SMOKE_NAME!r}\n{_PROBE}"
+    found: dict[str, dict[str, object]] = _probe(
+        python, tree, code, ["tvm", *modules], "TVMFORK-PROBE"
+    )
+    for info in found.values():  # paths in the tree read as the package's own
+        info["error"] = str(info["error"]).replace(f"{tree}/", "")
+    return found
 
 
 # run with the tree first on sys.path: argv[1] is {module: [dotted names]}; prints, for each
@@ -188,16 +191,8 @@ def missing_names(python: Path, tree: Path, wanted: dict[str, set[str]]) -> dict
     """module -> the names of `wanted[module]` that do not resolve with `tree` first on
     PYTHONPATH (a TVM module lacking the attribute)."""
     arg = json.dumps({m: sorted(n) for m, n in wanted.items()})
-    r = proc.run(
-        [python, "-c", _NAMES_PROBE, arg],
-        env={"PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"},
-        check=False,
-    )
-    for line in reversed(r.stdout.splitlines()):
-        if line.startswith("TVMFORK-NAMES "):
-            found: dict[str, list[str]] = json.loads(line[len("TVMFORK-NAMES ") :])
-            return found
-    raise PatchError(f"the names probe did not finish (exit {r.returncode}):\n{r.stdout[-2000:]}")
+    found: dict[str, list[str]] = _probe(python, tree, _NAMES_PROBE, [arg], "TVMFORK-NAMES")
+    return found
 
 
 def _culprit_file(tree: Path, frames: list[str], touched: set[str], module: str) -> str | None:

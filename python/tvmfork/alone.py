@@ -179,7 +179,7 @@ _KINDS = (
 
 
 def kind(row: AloneRow) -> str:
-    return next((k for prefix, k in _KINDS if row.verdict.startswith(prefix)), "unproven")
+    return pages.kind_of(row.verdict, _KINDS, "unproven")
 
 
 def markdown(rows: list[AloneRow], title: str, lines: list[str]) -> str:

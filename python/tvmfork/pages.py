@@ -13,6 +13,11 @@ from pathlib import Path
 KIND = "kind"
 
 
+def kind_of(verdict: str, kinds: Sequence[tuple[str, str]], default: str) -> str:
+    """The kind of the first (prefix, kind) of `kinds` whose prefix starts `verdict`."""
+    return next((k for prefix, k in kinds if verdict.startswith(prefix)), default)
+
+
 def cell(text: str) -> str:
     """`text` as one markdown table cell: `|` escaped, on one line."""
     return text.replace("|", "\\|").replace("\n", " ")

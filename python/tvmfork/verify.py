@@ -476,7 +476,7 @@ _KINDS = (
 def kind(row: Row) -> str:
     """needed / needed, not in the overlay / absorbed / broken on the release / unproven /
     not run: what the row says about the stock release it ran against."""
-    return next((k for prefix, k in _KINDS if row.verdict.startswith(prefix)), "unproven")
+    return pages.kind_of(row.verdict, _KINDS, "unproven")
 
 
 def markdown(rows: list[Row], title: str, lines: list[str]) -> str:
