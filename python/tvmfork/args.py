@@ -167,7 +167,7 @@ def parser() -> argparse.ArgumentParser:
             metavar="SPEC",
             help="another stock release (apache-tvm==0.27.0.post1, or a wheel file built from "
             "another upstream commit) as the stock side, and the fork side its overlay of the "
-            "Python patches that still apply to it (both with --stock-ffi)",
+            "Python patches that still apply to it, or --wheel's (both with --stock-ffi)",
         )
 
     def with_test_sides(sp: argparse.ArgumentParser, only: str) -> None:
@@ -403,6 +403,29 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--to", required=True, help="the revision (tag or commit)")
     setting(r, "--source", key="source", help="where to fetch it (default: settings source)")
     r.add_argument("--dry-run", action="store_true", help="report only; change nothing")
+    r.add_argument(
+        "--prove",
+        action="store_true",
+        help="build stock REV and the rolled series from source (ccache; resumes) and test "
+        "them: each patch clean, merged, absorbed, BROKEN after the roll, CONFLICT or UNPROVEN",
+    )
+    r.add_argument(
+        "--no-upstream-tests",
+        action="store_true",
+        help="with --prove: run only the regression tests, not the upstream test files",
+    )
+    r.add_argument(
+        "--stock-ffi",
+        default="apache-tvm-ffi==0.1.14.post1",
+        help="with --prove: tvm-ffi for both built wheels (default %(default)s)",
+    )
+    r.add_argument(
+        "--timeout",
+        type=float,
+        default=verify.DEFAULT_TIMEOUT,
+        metavar="S",
+        help="with --prove: seconds per test run (default %(default)s)",
+    )
     r.add_argument(
         "--table",
         metavar="FILE",

@@ -300,11 +300,50 @@ def cmd_stage(ctx: Ctx) -> int:
     return 0
 
 
+def _roll_proven(ctx: Ctx, series: Series) -> int:
+    from tvmfork import roll, rollprove
+
+    a = ctx.args
+    prover = rollprove.Prover(
+        ctx.settings,
+        ctx.lock(),
+        series,
+        ctx.root,
+        require_checkout(ctx),
+        a.stock_ffi,
+        upstream=not a.no_upstream_tests,
+        timeout=a.timeout,
+    )
+    proof = prover.prove(a.to)
+    print("\n".join(rollprove.describe(proof)))
+    if a.table:
+        how = (
+            f"Written by `tvmfork roll --to {a.to} --prove --table FILE` on {_today()}: each "
+            "patch applied in order (plainly, else with a 3-way merge), then stock "
+            f"`{proof.stock_wheel.name}` and the rolled series `{proof.fork_wheel.name}` built "
+            "from source and tested: every patch's regression tests"
+            + (", and the upstream test files the series touches" if proof.upstream else "")
+            + f". Rounds: {proof.rounds} (an applied patch found absorbed is dropped and the "
+            "rest rolled again)."
+        )
+        _write_page(a.table, rollprove.markdown(proof, [how]))
+    rollprove.refuse(proof, series)
+    if a.dry_run:
+        print("dry run: patches/ and the lock are unchanged")
+        return 0
+    assert proof.result is not None
+    roll.write(proof.result, series, ctx.checkout_dir(), ctx.lock(), a.to, frozenset(proof.dropped))
+    print(f"patches/ and {ctx.patches_dir / seriesmod.LOCK} now pin {a.to}")
+    return 0
+
+
 def cmd_roll(ctx: Ctx) -> int:
     from tvmfork import roll
 
     a = ctx.args
     series = ctx.series()
+    if a.prove:
+        return _roll_proven(ctx, series)
     result = roll.roll(series, require_checkout(ctx), a.to, ctx.settings.source)
     print("\n".join(roll.describe(result, len(series.patches), a.to)))
     if a.table:

@@ -30,11 +30,14 @@ class Row:
     hunks: list[str] = field(default_factory=list)
 
 
+ROLLED_REF = "refs/tvmfork/rolled"  # keeps the last roll's commits from git gc
+
+
 @dataclass
 class RollResult:
     base: str
     rows: list[Row]
-    head: str | None = None
+    head: str | None = None  # the patches that applied, on REV
 
     @property
     def conflicts(self) -> list[Row]:
@@ -96,8 +99,9 @@ def roll(series: Series, checkout: Path, rev: str, source: str | None) -> RollRe
     with git.worktree(repo, new_base) as wt:
         for patch in series.patches:
             result.rows.append(_apply_one(wt, patch))
-        if not result.conflicts:
-            result.head = wt.head()
+        result.head = wt.head()
+    repo.run("update-ref", ROLLED_REF, result.head)  # reachable: a proof fetches it
+    repo.run("update-ref", ROLLED_REF + "-base", result.base)
     return result
 
 
@@ -128,18 +132,28 @@ def refuse_conflicts(result: RollResult, rev: str) -> None:
         )
 
 
-def write(result: RollResult, series: Series, checkout: Path, lock: Lock, rev: str) -> None:
-    """After a roll without conflicts: patches/, the lock and the checkout move to REV."""
-    assert result.head is not None and not result.conflicts
+def write(
+    result: RollResult,
+    series: Series,
+    checkout: Path,
+    lock: Lock,
+    rev: str,
+    absorbed: frozenset[str] = frozenset(),
+) -> None:
+    """After a roll without conflicts (or whose conflicts a proof found `absorbed`): patches/,
+    the lock and the checkout move to REV. Every patch of `series` the roll did not apply is
+    removed from patches/."""
+    assert result.head is not None
+    assert all(r.patch in absorbed for r in result.conflicts), result.conflicts
     repo = git.Repo(checkout)
-    kept = [r.patch for r in result.rows if r.status != UPSTREAM]
+    kept = [r.patch for r in result.rows if r.status in (CLEAN, THREE_WAY)]
     commits = repo.commits(result.base, result.head)
     assert len(commits) == len(kept), (commits, kept)
     plan = ExportPlan(
         order=kept,
         files={name: format_commit(repo, c) for name, c in zip(kept, commits, strict=True)},
         stale=[],
-        removed=[r.patch for r in result.rows if r.status == UPSTREAM],
+        removed=[p.name for p in series.patches if p.name not in kept],
     )
     write_export(series.dir, plan)
     subs = {}

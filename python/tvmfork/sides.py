@@ -67,12 +67,11 @@ def test_sides(
     wheel), in a venv of its own named by its sha256, so that testing a given wheel never
     replaces the overlay's venv.
 
-    With `against`, the stock side is that release from PyPI and the fork side an overlay of
-    its wheel with the Python patches that still apply to it (`against.importable`); both
-    with `stock_ffi`, the release's tvm-ffi.
+    With `against`, the stock side is that release from PyPI (or a wheel file) and the fork
+    side an overlay of its wheel with the Python patches that still apply to it
+    (`against.importable`), or `fork_wheel` when given (a roll's proof: stock REV against the
+    rolled build); both with `stock_ffi`, the release's tvm-ffi.
     """
-    if against and fork_wheel:
-        raise UsageError("--against builds the fork side from that release: no --wheel")
     deps, reqs = venvs.deps_venv(settings, root)
     stock_only: dict[str, str] = {}
     vroot = settings.cache_dir / "venvs"
@@ -85,23 +84,28 @@ def test_sides(
             base_wheel = stock.download(against, settings.cache_dir / "wheels" / "against")
         stock_sha = stock.sha256_of(base_wheel)
         ui.note(f"{base_wheel.name}: sha256 {stock_sha} (not in the lock)")
-        chosen, stock_only = overlay.applicable(series, base_wheel)
         release = str(base_wheel) if against.endswith(".whl") else against
         stock_reqs = [release, stock_ffi]
         stock_name = f"stock-{venvs.key(release, stock_ffi, stock_sha)}"
-        venvs.ensure(deps, reqs, python=settings.python)
-        release_py = venvs.ensure(
-            vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps
-        )
-        with ui.step(f"import the {len(chosen)} patches that apply on {base_wheel.name}"):
-            chosen, broken = importable(
-                series, chosen, release_py, base_wheel, settings.cache_dir / "alone"
-            )
-        stock_only.update(broken)
-        with ui.step(f"overlay wheel from {base_wheel.name}"):
-            res = overlay.build(lock, series, base_wheel, settings.out_dir / "against", only=chosen)
-        wheel, included = res.path, set(res.included)
         stock_wheel, fork_name = base_wheel, f"{FORK_VENV}-against-{stock_sha[:12]}"
+        if fork_wheel:  # both given: a roll's proof, stock REV against the rolled build
+            wheel, included = fork_wheel, manifest.included_in(fork_wheel)
+        else:
+            chosen, stock_only = overlay.applicable(series, base_wheel)
+            venvs.ensure(deps, reqs, python=settings.python)
+            release_py = venvs.ensure(
+                vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps
+            )
+            with ui.step(f"import the {len(chosen)} patches that apply on {base_wheel.name}"):
+                chosen, broken = importable(
+                    series, chosen, release_py, base_wheel, settings.cache_dir / "alone"
+                )
+            stock_only.update(broken)
+            with ui.step(f"overlay wheel from {base_wheel.name}"):
+                res = overlay.build(
+                    lock, series, base_wheel, settings.out_dir / "against", only=chosen
+                )
+            wheel, included = res.path, set(res.included)
     else:
         stock_path, stock_wf = stock.fetch(lock, settings.cache_dir, settings.wheel.stock_wheel)
         if fork_wheel:
@@ -113,7 +117,7 @@ def test_sides(
         stock_name = _stock_venv(stock_wf.sha256)
         stock_wheel, stock_sha, fork_name = stock_path, stock_wf.sha256, FORK_VENV
     fork_sha = stock.sha256_of(wheel)
-    if fork_wheel and not against:  # a given wheel: a venv of its own
+    if fork_wheel:  # a given wheel: a venv of its own
         fork_name = f"{FORK_VENV}-{fork_sha[:12]}"
     venvs.ensure(deps, reqs, python=settings.python)
     stock_py = venvs.ensure(vroot / stock_name, stock_reqs, python=settings.python, deps_venv=deps)

@@ -111,6 +111,28 @@ def llvm_static_libs(llvm: Tool) -> list[str]:
     return [w[2:] for w in text.split() if w.startswith("-l")]
 
 
+def llvm_missing_archives(llvm: Tool) -> list[str]:
+    """LLVM's own static archives that `llvm-config --libfiles` names but the disk lacks
+    (Debian's llvm-N-dev names libPolly.a, shipped in libpolly-N-dev)."""
+    text = _output([llvm.path, "--link-static", "--libfiles"])
+    return [f for f in text.split() if f.endswith(".a") and not Path(f).exists()]
+
+
+def check_llvm_archives(llvm: Tool) -> None:
+    missing = llvm_missing_archives(llvm)
+    if missing:
+        major = llvm.version.split(".")[0]
+        hint = (
+            f" (Debian: apt install libpolly-{major}-dev)"
+            if any("Polly" in Path(m).name for m in missing)
+            else ""
+        )
+        raise ToolchainError(
+            f"linking LLVM {llvm.version} statically needs {', '.join(missing)}, which "
+            f"`llvm-config --libfiles` names and the disk lacks{hint}"
+        )
+
+
 def linker_finds(lib: str) -> bool:
     """Whether the C++ compiler's linker finds libNAME (shared or static)."""
     cxx = compiler().path

@@ -76,6 +76,20 @@ def test_libraries_of_llvms_static_link_are_checked_up_front(tmp_path: Path) -> 
     assert toolchain.DEBIAN_DEV["zstd"] == "libzstd-dev"
 
 
+def test_llvms_own_archives_are_checked_up_front(tmp_path: Path) -> None:
+    """Debian's llvm-19-dev names libPolly.a in `--libfiles` but ships it in libpolly-19-dev:
+    without it ninja stopped at the last link, `libPolly.a ... missing and no known rule`."""
+    here = tmp_path / "libLLVMCore.a"
+    here.write_text("")
+    gone = tmp_path / "libPolly.a"
+    llvm = toolchain.Tool(_script(tmp_path / "llvm-config", f"{here} {gone}"), "19.1.7")
+    assert toolchain.llvm_missing_archives(llvm) == [str(gone)]
+    with pytest.raises(ToolchainError, match=r"libPolly\.a.*apt install libpolly-19-dev"):
+        toolchain.check_llvm_archives(llvm)
+    gone.write_text("")
+    toolchain.check_llvm_archives(llvm)
+
+
 def test_cmake_too_old(tmp_path: Path) -> None:
     cmake = _script(tmp_path / "cmake", "cmake version 3.25.1")
     with pytest.raises(ToolchainError, match=r"is 3\.25\.1; TVM needs CMake >= 3\.26"):

@@ -131,8 +131,6 @@ def from_args(a: argparse.Namespace) -> Options:
         bundle = Plan(Path(a.bundle).resolve(), a.bundle_limit * MIB, a.device_python)
         bundle.check()
     wheel = Path(a.wheel).resolve() if a.wheel else None
-    if wheel is not None and a.against:
-        raise UsageError("--against builds the fork side from that release: no --wheel")
     if wheel is not None and not wheel.is_file():
         raise UsageError(f"--wheel {a.wheel}: no such file")
     if wheel is not None and wheel.suffix != ".whl":

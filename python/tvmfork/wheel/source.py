@@ -195,6 +195,7 @@ def preflight(
             toolchain.check_libraries(
                 toolchain.llvm_static_libs(llvm), f"linking LLVM {llvm.version} statically"
             )
+            toolchain.check_llvm_archives(llvm)
     if variant.sidecar is not None:
         nvcc = toolchain.nvcc(settings.build.cuda_home or None)
         home = (
@@ -243,6 +244,7 @@ class SourceBuild:
         self.jobs = settings.build.jobs or str(os.cpu_count() or 2)
         self.notes: list[str] = []
         self.seconds: dict[str, float] = {}
+        self.included = {p.name for p in series.patches}
         self.found = found or preflight(settings, self.variant, self.checkout, self.build_dir)
         self.values = dict(self.found.values)
         self.tools = dict(self.found.tools)
@@ -399,7 +401,7 @@ class SourceBuild:
         man = manifest.build(
             self.lock,
             self.series,
-            {p.name for p in self.series.patches},
+            self.included,
             version=version,
             mode="source",
             variant=self.variant.name,
@@ -419,6 +421,17 @@ class SourceBuild:
         }
         repack.repack(built, out, changed)
         return out
+
+    def apply_series(self) -> None:
+        with ui.step(f"apply the series ({len(self.series.patches)} patches) to {self.checkout}"):
+            res = apply(self.series, self.checkout)
+        if not res.unchanged:
+            self.notes.append(f"applied {len(res.applied)} patch(es) to {self.checkout}")
+        ui.note(
+            "    already applied: nothing changed"
+            if res.unchanged
+            else f"    applied {len(res.applied)} patch(es) (git am; branch fork)"
+        )
 
     def check_linkage(self, wheel: Path) -> list[linkage.Library]:
         rules = {
@@ -449,18 +462,16 @@ class SourceBuild:
             if version not in out or tmp not in out:
                 raise VerifyError(f"`import tvm` in a clean venv gave {out}, not {version}")
 
-    def run(self) -> SourceResult:
+    def run(self, *, as_is: str | None = None, included: set[str] | None = None) -> SourceResult:
+        """`as_is`: build the checkout as it stands, as this local version (a roll's proving
+        tree), instead of applying the series; `included`: the patches it holds (manifest)."""
         total = time.monotonic()
-        with ui.step(f"apply the series ({len(self.series.patches)} patches) to {self.checkout}"):
-            res = apply(self.series, self.checkout)
-        if not res.unchanged:
-            self.notes.append(f"applied {len(res.applied)} patch(es) to {self.checkout}")
-        ui.note(
-            "    already applied: nothing changed"
-            if res.unchanged
-            else f"    applied {len(res.applied)} patch(es) (git am; branch fork)"
-        )
-        version = local_version(self.lock, self.series, self.variant.name)
+        if as_is is None:
+            self.apply_series()
+            version = local_version(self.lock, self.series, self.variant.name)
+        else:
+            version = as_is
+        self.included = {p.name for p in self.series.patches} if included is None else included
         ui.note(f"source build {version} of {self.checkout}; full log: {self.log}")
         with build_lock(self.build_dir):
             py = self.buildenv()
