@@ -108,7 +108,7 @@ class _Stand:
     """Stand-ins for the builds and the tests: `absorbed` pass on stock REV, `broken` fail
     rolled, everything else fails on stock and passes rolled."""
 
-    def __init__(self, absorbed: set[str], broken: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    def __init__(self, absorbed: set[str], broken: frozenset[str] = frozenset()) -> None:
         self.absorbed, self.broken = absorbed, broken
         self.rounds: list[list[str]] = []
 
@@ -182,7 +182,7 @@ def test_a_patch_broken_after_the_roll_changes_nothing(
     """As optional-tensor on upstream main: it merges, but upstream's new early return runs
     first, so its test fails on the rolled build. A textual roll said clean."""
     _upstream_moves(two, "tests/python/test_op.py", "pass", "assert True", "v1.1.0")
-    _Stand(absorbed=set(), broken={"fix-op3.patch"}).install(monkeypatch, tmp_path)
+    _Stand(absorbed=set(), broken=frozenset({"fix-op3.patch"})).install(monkeypatch, tmp_path)
     before = {p.name: p.read_bytes() for p in (two.root / "patches").iterdir()}
     args = ("roll", "--to", "v1.1.0", "--prove", "--source", str(two.upstream.repo))
     assert two.run(*args) != 0
@@ -229,7 +229,7 @@ def test_an_absorbed_patch_named_in_depends_on_stops_the_write(two: Fork, tmp_pa
         rollprove.Proven("fix-op4.patch", roll.CLEAN, roll.CLEAN),
     ]
     proof = rollprove.Proof("v2", "b" * 40, rows, tmp_path / "s.whl", tmp_path / "f.whl", 1)
-    with pytest.raises(PatchError, match="fix-op4.patch: Depends-On names absorbed fix-op3"):
+    with pytest.raises(PatchError, match=r"fix-op4\.patch: Depends-On names absorbed fix-op3"):
         rollprove.refuse(proof, series)
 
 
