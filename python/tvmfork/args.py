@@ -189,6 +189,19 @@ def parser() -> argparse.ArgumentParser:
         "package with its Depends-On patches and pass with it too (Python patches)",
     )
     v.add_argument(
+        "--find-deps",
+        action="store_true",
+        help="with --alone: for each patch whose tests fail on its Depends-On and itself, "
+        "find by bisection the earlier patches it needs and does not name",
+    )
+    v.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        metavar="N",
+        help="--find-deps: test runs at a time (default %(default)s)",
+    )
+    v.add_argument(
         "--timeout",
         type=float,
         default=verify.DEFAULT_TIMEOUT,

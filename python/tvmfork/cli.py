@@ -128,6 +128,8 @@ def cmd_verify(ctx: Ctx) -> int:
     series = ctx.series()
     for name in ctx.args.patches:
         series.get(name)  # an unknown name stops here, before any venv is built
+    if ctx.args.find_deps and not ctx.args.alone:
+        raise UsageError("--find-deps searches what --alone shows: add --alone")
     if ctx.args.alone and ctx.args.against:
         raise UsageError("--alone proves the series on its pin: leave out --against")
     sides = test_sides(ctx, series)
@@ -201,6 +203,8 @@ def _verify_alone(ctx: Ctx, series: Series, sides: Sides) -> int:
         done += 1
         ui.note(f"    [{done}] {job.key}: {outcome.word} ({seconds:.0f} s)")
 
+    if ctx.args.find_deps:
+        return _find_deps(ctx, series, sides, progress)
     rows = alone.verify_alone(
         series,
         ctx.root,
@@ -229,6 +233,35 @@ def _verify_alone(ctx: Ctx, series: Series, sides: Sides) -> int:
     if bad:
         names = ", ".join(r.patch for r in bad)
         raise VerifyError(f"{len(bad)} patch(es) not shown needed alone: {names}")
+    return 0
+
+
+def _find_deps(ctx: Ctx, series: Series, sides: Sides, progress: Callable[..., None]) -> int:
+    from tvmfork import finddeps, verify
+
+    wanted = [
+        p
+        for p in verify.chosen(series, ctx.args.patches or None)
+        if not series.needs_build(p) and verify.regression_tests(p)
+    ]
+    searches = finddeps.run(
+        series,
+        wanted,
+        ctx.root,
+        sides.stock,
+        sides.stock_wheel,
+        ctx.settings.cache_dir / "alone",
+        timeout=ctx.args.timeout,
+        on_done=progress,
+        slots=ctx.args.jobs,
+    )
+    print("\n".join(finddeps.describe(searches)))
+    missing = [s for s in searches if s.found or s.state != finddeps.DONE]
+    if missing:
+        raise VerifyError(
+            f"{len(missing)} patch(es) need patches their Depends-On does not name, or fail "
+            "on every earlier patch: " + ", ".join(s.patch.name for s in missing)
+        )
     return 0
 
 
