@@ -20,7 +20,11 @@ patch is clean, merged with 3-way or absorbed.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +67,93 @@ class Proof:
     @property
     def dropped(self) -> list[str]:
         return [r.patch for r in self.rows if r.verdict == ABSORBED]
+
+
+class Results:
+    """Each patch's regression-test outcome on one wheel, kept under `root/<wheel sha12>/`, so
+    a proof stopped during its tests, or run again with another rolled build, reruns only what
+    it has not seen (stock REV's side is the same wheel every round). The key holds the
+    patch's name, its Regression-Test entries and the content of the repository's tests/
+    folder: a changed test reruns. A timeout or a test server that died is not kept."""
+
+    def __init__(self, root: Path, wheel_sha: str, tests_digest: str) -> None:
+        self.dir = root / wheel_sha[:12]
+        self.digest = tests_digest
+
+    def _path(self, patch: Patch) -> Path:
+        h = hashlib.sha256(patch.name.encode())
+        for t in verify.regression_tests(patch):
+            h.update(b"\0" + t.encode())
+        h.update(b"\0" + self.digest.encode())
+        return self.dir / f"{patch.name.removesuffix('.patch')}-{h.hexdigest()[:12]}.json"
+
+    def get(self, patch: Patch) -> verify.Outcome | None:
+        try:
+            d = json.loads(self._path(patch).read_text())
+        except (OSError, ValueError):
+            return None
+        tests = tuple(verify.TestResult(**t) for t in d["tests"])
+        return verify.Outcome(d["status"], tests, d["tail"], d["detail"])
+
+    def put(self, patch: Patch, outcome: verify.Outcome) -> None:
+        if outcome.status == verify.TIMEOUT or outcome.detail.startswith("the test server"):
+            return
+        path = self._path(patch)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".part")
+        tmp.write_text(json.dumps(dataclasses.asdict(outcome)))
+        tmp.replace(path)
+
+
+def tests_digest(repo_root: Path) -> str:
+    """The content of the repository's tests/ Python files (regression modules and helpers)."""
+    h = hashlib.sha256()
+    for f in sorted((repo_root / "tests").rglob("*.py")):
+        h.update(str(f.relative_to(repo_root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def regression_rows(
+    series: Series,
+    included: set[str],
+    jobs_for: Callable[[list[verify.Job]], dict[str, verify.Outcome]],
+    stock: tuple[Path, Results],
+    fork: tuple[Path, Results],
+    not_applied: str = "does not apply on REV",
+) -> list[verify.Row]:
+    """Every patch's regression tests on stock REV and (where it applied) the rolled build,
+    taking what `Results` already holds and running the rest in one batch (`jobs_for`)."""
+    have: dict[str, verify.Outcome] = {}
+    jobs: list[verify.Job] = []
+    owners: dict[str, tuple[Patch, Results]] = {}
+    for p in series.patches:
+        tests = tuple(verify.regression_tests(p))
+        if not tests:
+            continue
+        sides = [("stock", stock)] + ([("fork", fork)] if p.name in included else [])
+        for side, (python, results) in sides:
+            key = f"{p.name}/{side}"
+            got = results.get(p)
+            if got is not None:
+                have[key] = got
+            else:
+                jobs.append(verify.Job(key, python, tests))
+                owners[key] = (p, results)
+    if jobs:
+        ran = jobs_for(jobs)
+        for key, outcome in ran.items():
+            patch, results = owners[key]
+            results.put(patch, outcome)
+        have.update(ran)
+    rows = []
+    for p in series.patches:
+        tests = tuple(verify.regression_tests(p))
+        if not tests:
+            rows.append(verify.Row(p.name, tests, None, None, "no Regression-Test"))
+            continue
+        s, f = have.get(f"{p.name}/stock"), have.get(f"{p.name}/fork")
+        rows.append(verify.Row(p.name, tests, s, f, "" if p.name in included else not_applied))
+    return rows
 
 
 _TEST_DEF = re.compile(r"^[+ -]?\s*(?:async\s+)?def (test_\w+)", re.M)
@@ -176,11 +267,26 @@ class Prover:
             against=str(stock_wheel),
             fork_wheel=fork_wheel,
         )
-        conflicts = {
-            r.patch: "does not apply on REV" for r in result.rows if r.status == roll.CONFLICT
-        }
-        rows = verify.verify(
-            series, self.root, s.stock, s.fork, s.included, None, conflicts, timeout=self.timeout
+        digest = tests_digest(self.root)
+        results = rollbuild.root_of(self.settings) / "results"
+        done = 0
+
+        def jobs_for(jobs: list[verify.Job]) -> dict[str, verify.Outcome]:
+            def progress(job: verify.Job, outcome: verify.Outcome, seconds: float) -> None:
+                nonlocal done
+                done += 1
+                ui.note(f"    [{done}/{len(jobs)}] {job.key}: {outcome.word} ({seconds:.0f} s)")
+
+            with ui.step(f"regression tests: {len(jobs)} run(s) not already on record"):
+                env = {"PYTHONDONTWRITEBYTECODE": "1"}
+                return verify.run_jobs(jobs, self.root, env, self.timeout, on_done=progress)
+
+        rows = regression_rows(
+            series,
+            s.included,
+            jobs_for,
+            (s.stock, Results(results, s.sha256["stock"], digest)),
+            (s.fork, Results(results, s.sha256["fork"], digest)),
         )
         comparison = None
         files = upstream_tests.test_files(series)

@@ -253,3 +253,34 @@ def test_the_proving_tree_takes_the_checkouts_submodules(fork: Fork, tmp_path: P
     moved = fork.tvm("rev-parse", "moved")
     with pytest.raises(SourceError, match="needs 3rdparty/tvm-ffi at"):
         rollbuild.prepare(settings, fork.checkout, moved)
+
+
+def test_outcomes_on_record_are_not_run_again(two: Fork, tmp_path: Path) -> None:
+    """A proof stopped during its tests, or proven again with a new rolled build, reruns only
+    what has no record: stock REV's outcomes are kept by its wheel's sha256."""
+    series = seriesmod.load(two.root / "patches")
+    digest = rollprove.tests_digest(two.root)
+    ran: list[list[str]] = []
+
+    def jobs_for(jobs: list) -> dict[str, Outcome]:
+        ran.append(sorted(j.key for j in jobs))
+        return {j.key: Outcome(FAIL if j.key.endswith("/stock") else PASS) for j in jobs}
+
+    stock = (tmp_path / "py", rollprove.Results(tmp_path / "r", "a" * 64, digest))
+    first = (tmp_path / "py", rollprove.Results(tmp_path / "r", "b" * 64, digest))
+    included = {"fix-op3.patch"}  # native-fix did not apply: its stock side only
+    rows = rollprove.regression_rows(series, included, jobs_for, stock, first)
+    assert ran == [["fix-op3.patch/fork", "fix-op3.patch/stock", "native-fix.patch/stock"]]
+    assert [(r.patch, r.verdict) for r in rows] == [
+        ("fix-op3.patch", "ok: needed and sufficient"),
+        ("native-fix.patch", "needed (stock FAIL); fork not run: does not apply on REV"),
+    ]
+    second = (tmp_path / "py", rollprove.Results(tmp_path / "r", "c" * 64, digest))
+    again = rollprove.regression_rows(series, included, jobs_for, stock, second)
+    assert ran[1] == ["fix-op3.patch/fork"] and again == rows
+    write(two.root / "tests/regression/test_example.py", "def test_x():\n    assert 1\n")
+    changed = rollprove.tests_digest(two.root)
+    stock = (tmp_path / "py", rollprove.Results(tmp_path / "r", "a" * 64, changed))
+    second = (tmp_path / "py", rollprove.Results(tmp_path / "r", "c" * 64, changed))
+    rollprove.regression_rows(series, included, jobs_for, stock, second)
+    assert len(ran[2]) == 3  # a changed test module: nothing on record counts
