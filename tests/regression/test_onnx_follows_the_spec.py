@@ -1,4 +1,5 @@
-"""Patches elementwise-math-as-onnx-defines-it (BitShift, Mish),
+"""Patches bitshift-by-out-of-range-amounts-as-onnx-defines-it,
+mish-keeps-its-digits-for-negative-inputs,
 indexing-and-layout-ops-as-onnx-defines-them (SpaceToDepth), convtranspose-honours-output-shape,
 nonmaxsuppression-reads-its-limits-at-run-time and softplus-keeps-its-digits-for-negative-inputs:
 each op follows the ONNX spec where stock 0.26.0 returns another result silently (found by ONNX's

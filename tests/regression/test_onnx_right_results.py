@@ -1,5 +1,6 @@
-"""Patches normalization-and-dropout-outputs-as-onnx-defines-them, elementwise-math-as-onnx-
-defines-it (IsInf, Mod), indexing-and-layout-ops-as-onnx-defines-them (GatherElements,
+"""Patches normalization-and-dropout-outputs-as-onnx-defines-them,
+isinf-honours-detect-negative-and-detect-positive, mod-s-remainder-takes-the-sign-fmod-asks-for,
+indexing-and-layout-ops-as-onnx-defines-them (GatherElements,
 Expand) and roialign-s-max-mode-as-onnx-defines-it: the ONNX importer returns the right result
 for ops where stock 0.26.0 returns a wrong one silently (found by ONNX's own node conformance
 cases, `tvmfork conformance onnx-node`).
