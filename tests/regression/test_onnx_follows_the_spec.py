@@ -1,6 +1,6 @@
 """Patches bitshift-by-out-of-range-amounts-as-onnx-defines-it,
 mish-keeps-its-digits-for-negative-inputs,
-indexing-and-layout-ops-as-onnx-defines-them (SpaceToDepth), convtranspose-honours-output-shape,
+spacetodepth-honours-mode-crd, convtranspose-honours-output-shape,
 nonmaxsuppression-reads-its-limits-at-run-time and softplus-keeps-its-digits-for-negative-inputs:
 each op follows the ONNX spec where stock 0.26.0 returns another result silently (found by ONNX's
 node conformance cases, `tvmfork conformance onnx-node`). Each patch's `Regression-Test:`

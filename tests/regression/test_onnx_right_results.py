@@ -1,9 +1,9 @@
 """Patches normalization-and-dropout-outputs-as-onnx-defines-them,
 isinf-honours-detect-negative-and-detect-positive, mod-s-remainder-takes-the-sign-fmod-asks-for,
-indexing-and-layout-ops-as-onnx-defines-them (GatherElements,
-Expand) and roialign-s-max-mode-as-onnx-defines-it: the ONNX importer returns the right result
-for ops where stock 0.26.0 returns a wrong one silently (found by ONNX's own node conformance
-cases, `tvmfork conformance onnx-node`).
+gatherelements-counts-negative-indices-from-the-end,
+expand-by-a-run-time-shape-broadcasts-both-ways and roialign-s-max-mode-as-onnx-defines-it: the
+ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong one silently
+(found by ONNX's own node conformance cases, `tvmfork conformance onnx-node`).
 Each patch's `Regression-Test:` trailers name its tests here.
 
 Each model is one node, run through `from_onnx` -> `tvm.compile("llvm")` and compared, output
