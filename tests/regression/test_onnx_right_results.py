@@ -1,6 +1,6 @@
-"""Patches normalization-and-dropout-outputs-as-onnx-defines-them,
-isinf-honours-detect-negative-and-detect-positive, mod-s-remainder-takes-the-sign-fmod-asks-for,
-gatherelements-counts-negative-indices-from-the-end,
+"""Patches dropout-s-mask-is-bool, batchnormalization-s-running-statistics-as-onnx-weighs-them,
+layernormalization-s-mean-and-invstddev-outputs, isinf-honours-detect-negative-and-detect-positive,
+mod-s-remainder-takes-the-sign-fmod-asks-for, gatherelements-counts-negative-indices-from-the-end,
 expand-by-a-run-time-shape-broadcasts-both-ways and roialign-s-max-mode-as-onnx-defines-it: the
 ONNX importer returns the right result for ops where stock 0.26.0 returns a wrong one silently
 (found by ONNX's own node conformance cases, `tvmfork conformance onnx-node`).
