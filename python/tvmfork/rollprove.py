@@ -73,18 +73,18 @@ class Results:
     """Each patch's regression-test outcome on one wheel, kept under `root/<wheel sha12>/`, so
     a proof stopped during its tests, or run again with another rolled build, reruns only what
     it has not seen (stock REV's side is the same wheel every round). The key holds the
-    patch's name, its Regression-Test entries and the content of the repository's tests/
-    folder: a changed test reruns. A timeout or a test server that died is not kept."""
+    patch's name, its Regression-Test entries and `TestFiles`' digest of what they run: a
+    changed test reruns. A timeout or a test server that died is not kept."""
 
-    def __init__(self, root: Path, wheel_sha: str, tests_digest: str) -> None:
+    def __init__(self, root: Path, wheel_sha: str, files: TestFiles) -> None:
         self.dir = root / wheel_sha[:12]
-        self.digest = tests_digest
+        self.files = files
 
     def _path(self, patch: Patch) -> Path:
         h = hashlib.sha256(patch.name.encode())
         for t in verify.regression_tests(patch):
             h.update(b"\0" + t.encode())
-        h.update(b"\0" + self.digest.encode())
+        h.update(b"\0" + self.files.digest(patch).encode())
         return self.dir / f"{patch.name.removesuffix('.patch')}-{h.hexdigest()[:12]}.json"
 
     def get(self, patch: Patch) -> verify.Outcome | None:
@@ -105,12 +105,26 @@ class Results:
         tmp.replace(path)
 
 
-def tests_digest(repo_root: Path) -> str:
-    """The content of the repository's tests/ Python files (regression modules and helpers)."""
-    h = hashlib.sha256()
-    for f in sorted((repo_root / "tests").rglob("*.py")):
-        h.update(str(f.relative_to(repo_root)).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()
+class TestFiles:
+    """The content a patch's regression tests run: the test files its Regression-Test entries
+    name, and the repository's helper modules under tests/ (every .py not named test_*), so a
+    docstring edited in one module reruns only the patches whose tests are there."""
+
+    def __init__(self, repo_root: Path) -> None:
+        self.root = repo_root
+        h = hashlib.sha256()
+        for f in sorted((repo_root / "tests").rglob("*.py")):
+            if not f.name.startswith("test_"):
+                h.update(str(f.relative_to(repo_root)).encode() + b"\0" + f.read_bytes() + b"\0")
+        self.helpers = h.hexdigest()
+
+    def digest(self, patch: Patch) -> str:
+        h = hashlib.sha256(self.helpers.encode())
+        files = sorted({t.split("::", 1)[0] for t in verify.regression_tests(patch)})
+        for name in files:
+            path = self.root / name
+            h.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-"))
+        return h.hexdigest()
 
 
 def regression_rows(
@@ -267,7 +281,7 @@ class Prover:
             against=str(stock_wheel),
             fork_wheel=fork_wheel,
         )
-        digest = tests_digest(self.root)
+        ran_files = TestFiles(self.root)
         results = rollbuild.root_of(self.settings) / "results"
         done = 0
 
@@ -285,8 +299,8 @@ class Prover:
             series,
             s.included,
             jobs_for,
-            (s.stock, Results(results, s.sha256["stock"], digest)),
-            (s.fork, Results(results, s.sha256["fork"], digest)),
+            (s.stock, Results(results, s.sha256["stock"], ran_files)),
+            (s.fork, Results(results, s.sha256["fork"], ran_files)),
         )
         comparison = None
         files = upstream_tests.test_files(series)

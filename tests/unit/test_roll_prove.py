@@ -259,15 +259,15 @@ def test_outcomes_on_record_are_not_run_again(two: Fork, tmp_path: Path) -> None
     """A proof stopped during its tests, or proven again with a new rolled build, reruns only
     what has no record: stock REV's outcomes are kept by its wheel's sha256."""
     series = seriesmod.load(two.root / "patches")
-    digest = rollprove.tests_digest(two.root)
+    files = rollprove.TestFiles(two.root)
     ran: list[list[str]] = []
 
     def jobs_for(jobs: list) -> dict[str, Outcome]:
         ran.append(sorted(j.key for j in jobs))
         return {j.key: Outcome(FAIL if j.key.endswith("/stock") else PASS) for j in jobs}
 
-    stock = (tmp_path / "py", rollprove.Results(tmp_path / "r", "a" * 64, digest))
-    first = (tmp_path / "py", rollprove.Results(tmp_path / "r", "b" * 64, digest))
+    stock = (tmp_path / "py", rollprove.Results(tmp_path / "r", "a" * 64, files))
+    first = (tmp_path / "py", rollprove.Results(tmp_path / "r", "b" * 64, files))
     included = {"fix-op3.patch"}  # native-fix did not apply: its stock side only
     rows = rollprove.regression_rows(series, included, jobs_for, stock, first)
     assert ran == [["fix-op3.patch/fork", "fix-op3.patch/stock", "native-fix.patch/stock"]]
@@ -275,11 +275,14 @@ def test_outcomes_on_record_are_not_run_again(two: Fork, tmp_path: Path) -> None
         ("fix-op3.patch", "ok: needed and sufficient"),
         ("native-fix.patch", "needed (stock FAIL); fork not run: does not apply on REV"),
     ]
-    second = (tmp_path / "py", rollprove.Results(tmp_path / "r", "c" * 64, digest))
+    second = (tmp_path / "py", rollprove.Results(tmp_path / "r", "c" * 64, files))
     again = rollprove.regression_rows(series, included, jobs_for, stock, second)
     assert ran[1] == ["fix-op3.patch/fork"] and again == rows
+    write(two.root / "tests/regression/test_other.py", "def test_y():\n    pass\n")
+    assert len(rollprove.regression_rows(series, included, jobs_for, stock, second)) == 2
+    assert len(ran) == 2  # a test module no patch names: nothing reruns
     write(two.root / "tests/regression/test_example.py", "def test_x():\n    assert 1\n")
-    changed = rollprove.tests_digest(two.root)
+    changed = rollprove.TestFiles(two.root)
     stock = (tmp_path / "py", rollprove.Results(tmp_path / "r", "a" * 64, changed))
     second = (tmp_path / "py", rollprove.Results(tmp_path / "r", "c" * 64, changed))
     rollprove.regression_rows(series, included, jobs_for, stock, second)
