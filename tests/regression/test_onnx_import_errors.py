@@ -1,4 +1,4 @@
-"""Patch: an ONNX import error names the node it stopped at, and a Shape output feeds any op.
+"""Patches an-import-error-names-the-node-it-stopped-at and a-shape-output-feeds-any-op.
 
 On stock 0.26.0 a converter's error says nothing about where it stopped (a KeyError of a missing
 attribute reads `KeyError: 'num_heads'`), the importer prints the node's inputs to stdout, and a
