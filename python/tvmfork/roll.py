@@ -61,6 +61,12 @@ def resolve(repo: git.Repo, rev: str, source: str | None) -> str:
         return local
     if source is None:
         raise SourceError(f"{rev} is not in {repo.path}; pass --source to fetch it")
+    # a remote serves refs and whole commit ids only: a local git source expands an
+    # abbreviated commit (or any revision) itself
+    if Path(source).expanduser().is_dir():
+        full = git.Repo(Path(source).expanduser()).rev(rev)
+        if full:
+            rev = full
     r = repo.run(
         "fetch", "--no-tags", "--no-recurse-submodules", fetch_url(source), rev, check=False
     )

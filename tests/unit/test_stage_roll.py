@@ -172,6 +172,14 @@ def test_roll_clean(two: Fork) -> None:
     assert two.run("check") == 0
 
 
+def test_roll_to_an_abbreviated_commit_of_a_local_source(two: Fork) -> None:
+    """A remote serves whole commit ids only; a local git source expands a short one."""
+    new = upstream_moves(two, "tests/python/test_op.py", "pass", "assert True", "v1.1.0")
+    up = str(two.upstream.repo)
+    assert roll.resolve(gitmod.Repo(two.checkout), new[:10], up) == new
+    assert two.run("roll", "--to", new[:10], "--source", up, "--dry-run") == 0
+
+
 def test_roll_three_way_and_upstream_took_a_patch(two: Fork) -> None:
     up = two.upstream.repo
     # Upstream takes the native fix and edits near the Python fix (3-way needed).
