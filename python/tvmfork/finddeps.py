@@ -141,7 +141,13 @@ def run(
                 results = run_jobs(jobs, repo_root, env, timeout, slots, on_done=on_done)
         for s in active:
             outcome = results.get(s.patch.name)
+            before = (s.state, len(s.found))
             s.step(s not in failed and outcome is not None and outcome.passed, series)
+            # each finding is said when it is made: a run cut short keeps what it found
+            if len(s.found) > before[1]:
+                ui.note(f"{s.patch.name}: needs {s.found[-1]} ({s.runs} runs so far)")
+            if s.state in (DONE, NONE) and before[0] not in (DONE, NONE):
+                ui.note(describe([s])[0].strip())
 
 
 def describe(searches: list[Search]) -> list[str]:

@@ -79,7 +79,7 @@ def test_no_earlier_patch_helps(tmp_path: Path) -> None:
 
 
 def test_run_searches_in_lockstep_and_an_overlay_that_does_not_apply_fails(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     series = _series(tmp_path, 6, {})
     needs = {"p5.patch": {"p2.patch"}, "p4.patch": set()}
@@ -110,3 +110,9 @@ def test_run_searches_in_lockstep_and_an_overlay_that_does_not_apply_fails(
         ("p5.patch", finddeps.DONE, ["p2.patch"]),
     ]
     assert batches[0] == 2 and all(b <= 2 for b in batches)
+    # each finding is said as it is made (a run cut short keeps them in its log)
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert "p5.patch: needs p2.patch" in text
+    assert "p4.patch: needs nothing beyond its Depends-On" in text
+    assert text.index("p4.patch: needs nothing") < text.index("p5.patch: needs p2.patch")
