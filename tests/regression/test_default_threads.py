@@ -70,35 +70,3 @@ def test_affinity_mask_bounds_the_threads() -> None:
 
 def test_tvm_num_threads_still_wins() -> None:
     assert tvm_threads(env=dict(_NO_OVERRIDE, TVM_NUM_THREADS="1")) == 1
-
-
-_PIN_PROBE = """
-import os, tvm
-cpus = sorted(os.sched_getaffinity(0))
-os.sched_setaffinity(0, {cpus[-1]})  # move this (the main) thread to the last CPU,
-os.sched_setaffinity(0, cpus)  # then allow all again: it stays there for now
-tvm.runtime.num_threads()  # creates the pool and pins its workers
-me = os.getpid()
-here = int(open(f"/proc/{me}/task/{me}/stat").read().rsplit(")", 1)[1].split()[36])
-pinned = []
-for tid in os.listdir(f"/proc/{me}/task"):
-    status = open(f"/proc/{me}/task/{tid}/status").read()
-    allowed = status.split("Cpus_allowed_list:")[1].split()[0]
-    if int(tid) != me and allowed.isdigit():
-        pinned.append(int(allowed))
-print(here, *pinned)
-"""
-
-
-def test_no_worker_is_pinned_to_the_main_threads_core() -> None:
-    """The main thread runs task 0 unpinned: a worker pinned to its core would share it."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        pytest.skip("one CPU: no workers to pin")
-    env = dict(_NO_OVERRIDE, TVM_NUM_THREADS=str(len(cpus)))
-    done = subprocess.run(
-        [sys.executable, "-c", _PIN_PROBE], env=env, capture_output=True, text=True, check=True
-    )
-    main_cpu, *workers = (int(v) for v in done.stdout.split())
-    assert workers, f"no pinned worker threads seen: {done.stdout!r}"
-    assert main_cpu not in workers, f"main thread on CPU {main_cpu}, workers pinned to {workers}"
