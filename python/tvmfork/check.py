@@ -117,6 +117,24 @@ def title_problems(patch: Patch) -> list[str]:
     return out
 
 
+# Where upstream keeps an importer's tests today: one file each, so a new test goes beside the
+# op's own there, not into a new per-op file a reviewer would ask to fold in.
+TEST_HOMES = {
+    "tests/python/relax/test_frontend_onnx_": "tests/python/relax/test_frontend_onnx.py",
+}
+
+
+def placement_problems(patch: Patch) -> list[str]:
+    """The patch adds no test file where upstream keeps one file for the subsystem."""
+    return [
+        f"{patch.name}: it adds {f}: upstream keeps these tests in {home}; put them beside "
+        "the op's own there"
+        for f in patch.added_files
+        for prefix, home in TEST_HOMES.items()
+        if f.startswith(prefix)
+    ]
+
+
 def _test_exists(test: str, repo_root: Path) -> bool:
     """`tests/regression/x.py` or `x.py::test_name[param]`: the file, and the test function."""
     file, _, node = test.partition("::")
@@ -215,6 +233,7 @@ def run(repo_root: Path, stock_wheel: Path | None, checkout: Path | None = None)
         report.problems += trailer_problems(p, repo_root)
         report.problems += name_problems(p)
         report.problems += title_problems(p)
+        report.problems += placement_problems(p)
         if p.subject in subjects:
             report.problems.append(f"{p.name} and {subjects[p.subject]} share a subject")
         subjects[p.subject] = p.name

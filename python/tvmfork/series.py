@@ -62,6 +62,12 @@ class Patch:
     def python_files(self) -> tuple[str, ...]:
         return tuple(f for f in self.files if classify(f) == "python")
 
+    @property
+    def added_files(self) -> tuple[str, ...]:
+        """The files the patch creates (`new file mode` in its diff)."""
+        found = re.findall(rb"^diff --git a/\S+ b/(\S+)\n(?:new file mode )", self.code, flags=re.M)
+        return tuple(f.decode() for f in found)
+
     def trailer(self, key: str) -> str | None:
         values = self.trailers.get(key)
         return values[0] if values else None

@@ -186,3 +186,26 @@ def test_a_patch_of_one_importer_is_titled_by_it(fork: Fork) -> None:
         "fix-the-importer.patch: it changes only python/tvm/relax/frontend/torch/: its subject "
         "starts with [Relax][PyTorch]"
     ], problems
+
+
+def test_a_new_per_op_onnx_test_file_is_refused(fork: Fork) -> None:
+    """Upstream keeps the ONNX importer's tests in one file: a patch adds to it, not a new one."""
+    fork.commit_change(
+        "tests/python/relax/test_frontend_onnx_mod.py",
+        "",
+        "def test_mod():\n    pass\n",
+        "[Relax][ONNX] Test Mod on its own",
+    )
+    fork.commit_change(
+        "tests/python/relax/test_frontend_onnx.py",
+        "",
+        "def test_mod():\n    pass\n",
+        "[Relax][ONNX] Test Mod beside the others",
+    )
+    assert fork.run("export") == 0
+    problems = check.run(fork.root, None).problems
+    assert problems == [
+        "test-mod-on-its-own.patch: it adds tests/python/relax/test_frontend_onnx_mod.py: "
+        "upstream keeps these tests in tests/python/relax/test_frontend_onnx.py; put them "
+        "beside the op's own there"
+    ], problems
