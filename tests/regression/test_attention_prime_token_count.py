@@ -20,7 +20,7 @@ import torch
 import tvm
 from tvm import relax
 
-from .relaxrun import import_torch, run_llvm
+from .relaxrun import host_target, import_torch, run_llvm
 from .test_cpu_default_schedule import AVX2, _predicated, _reduction_vector_extents
 
 
@@ -72,6 +72,6 @@ def test_results_match_pytorch() -> None:
 def test_host_target_results_match_pytorch() -> None:
     """For the host's own ISA (16 lanes with AVX-512: 37 is padded to 48)."""
     model, x, mod = _imported()
-    got = run_llvm(mod, x.numpy(), target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(mod, x.numpy(), target=host_target())
     with torch.no_grad():
         np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-4, atol=1e-5)

@@ -15,7 +15,7 @@ import pytest
 import torch
 import tvm
 
-from .relaxrun import block_names, import_torch, kernels, lower_default, run_llvm
+from .relaxrun import block_names, host_target, import_torch, kernels, lower_default, run_llvm
 
 
 class ConvBnAct(torch.nn.Module):
@@ -78,7 +78,7 @@ def test_conv_and_its_consumers_are_one_kernel_computed_on_the_tile(name: str) -
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_results_match_pytorch(name: str) -> None:
     mod, x, want = _case(name)
-    got = run_llvm(mod, x, target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(mod, x, target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -119,8 +119,8 @@ def test_a_slice_after_the_conv_is_not_computed_on_the_tile() -> None:
     with torch.no_grad():
         want = model(x).numpy()
     mod = import_torch(model, x)
-    lowered = lower_default(mod, tvm.target.Target.from_device("cpu"))
+    lowered = lower_default(mod, host_target())
     bad = {name: _writes_past_the_end(f) for name, f in kernels(lowered).items()}
     assert not any(bad.values()), bad
-    got = run_llvm(mod, x.numpy(), target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(mod, x.numpy(), target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -17,7 +17,7 @@ import pytest
 import torch
 import tvm
 
-from .relaxrun import kernels, lower_default, run_llvm, vector_extents
+from .relaxrun import host_target, kernels, lower_default, run_llvm, vector_extents
 
 TARGETS = {
     "avx512": ({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}, 16),
@@ -58,5 +58,5 @@ def test_elementwise_rows_of_20_take_whole_vectors(isa: str) -> None:
 
 def test_results_match_pytorch() -> None:
     mod, args, want = _imported()
-    got = run_llvm(mod, *args, target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(mod, *args, target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

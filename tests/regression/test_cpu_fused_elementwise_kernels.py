@@ -19,7 +19,7 @@ import pytest
 import torch
 import tvm
 
-from .relaxrun import import_torch, kernels, lower_default, run_llvm
+from .relaxrun import host_target, import_torch, kernels, lower_default, run_llvm
 
 
 class ConvBnAct(torch.nn.Module):
@@ -62,5 +62,5 @@ def test_the_conv_is_followed_by_one_kernel(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 def test_results_match_pytorch(name: str) -> None:
     mod, x, want = _case(name)
-    got = run_llvm(mod, x, target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(mod, x, target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -17,7 +17,7 @@ import tvm
 from tvm.script import ir as I
 from tvm.script import tirx as T
 
-from .relaxrun import import_torch, run_llvm
+from .relaxrun import host_target, import_torch, run_llvm
 
 ROWS, WIDTH = 64, 384  # a row's buffer: 384 floats, 1.5 KiB
 
@@ -57,5 +57,5 @@ def test_tiled_pointwise_conv_matches_pytorch() -> None:
     model, x = torch.nn.Conv2d(16, 96, 1, bias=False).eval(), torch.randn(1, 16, 80, 80)
     with torch.no_grad():
         want = model(x).numpy()
-    got = run_llvm(import_torch(model, x), x.numpy(), target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(import_torch(model, x), x.numpy(), target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

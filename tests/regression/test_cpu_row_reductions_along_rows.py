@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import tvm
 
-from .relaxrun import block_names, import_torch, kernels, lower_default, run_llvm
+from .relaxrun import block_names, host_target, import_torch, kernels, lower_default, run_llvm
 
 AVX512 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}
 
@@ -57,7 +57,7 @@ def test_row_reductions_keep_partial_results_along_the_row() -> None:
 
 def test_results_match_pytorch() -> None:
     mod, x, want = _imported()
-    got = run_llvm(mod, x, target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(mod, x, target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 

@@ -19,7 +19,7 @@ import tvm
 from tvm.script import ir as I
 from tvm.script import tirx as T
 
-from .relaxrun import buffer_loads, import_torch, lowered_tir, run_llvm
+from .relaxrun import buffer_loads, host_target, import_torch, lowered_tir, run_llvm
 
 LANES = 16
 
@@ -71,5 +71,5 @@ def test_stride_2_windows_match_pytorch(model: torch.nn.Module, shape: tuple) ->
     x = torch.randn(*shape)
     with torch.no_grad():
         want = model.eval()(x).numpy()
-    got = run_llvm(import_torch(model, x), x.numpy(), target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(import_torch(model, x), x.numpy(), target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import tvm
 
-from .relaxrun import block_names, import_torch, kernels, lower_default, run_llvm
+from .relaxrun import block_names, host_target, import_torch, kernels, lower_default, run_llvm
 
 
 def _pointwise() -> tuple[tvm.IRModule, np.ndarray, np.ndarray]:
@@ -34,5 +34,5 @@ def test_pointwise_conv_has_no_copy_of_its_input() -> None:
 
 def test_results_match_pytorch() -> None:
     mod, x, want = _pointwise()
-    got = run_llvm(mod, x, target=tvm.target.Target.from_device("cpu"))
+    got = run_llvm(mod, x, target=host_target())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
