@@ -41,7 +41,33 @@ SMALL = {
     "max_position_embeddings": 512,
     "initializer_range": 0.2,
 }
-CONFIGS = {"llama": SMALL, "qwen2": SMALL}
+# the published sizes: SmolLM-135M's Llama config and Qwen2.5-0.5B's (random weights)
+PUBLISHED = {
+    "llama": {
+        "vocab_size": 49152,
+        "hidden_size": 576,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "max_position_embeddings": 2048,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
+    "qwen2": {
+        "vocab_size": 151936,
+        "hidden_size": 896,
+        "intermediate_size": 4864,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 32768,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
+}
+SIZES = {"small": {"llama": SMALL, "qwen2": SMALL}, "published": PUBLISHED}
+CONFIGS = dict(SIZES["small"])
 SHIM = Path(__file__).resolve().parents[1] / "python/tvmfork/conformance/torchvision_shim.py"
 
 
@@ -184,10 +210,17 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=64, help="tokens to generate")
     parser.add_argument("--cache", type=int, default=256, help="the static cache's length")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--size",
+        choices=sorted(SIZES),
+        default="small",
+        help="small: 4 layers, 256 wide; published: SmolLM-135M (llama), Qwen2.5-0.5B (qwen2)",
+    )
     parser.add_argument("--python", default=sys.executable, help="a venv with the fork and torch")
     parser.add_argument("--side", choices=["prepare", "torch", "fork"], help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    CONFIGS.update(SIZES[args.size])
     if args.prompt + args.tokens - 1 > args.cache:
         parser.error(f"--prompt + --tokens - 1 must fit in --cache ({args.cache})")
 
@@ -204,6 +237,7 @@ def main() -> int:
     results = {}
     with tempfile.TemporaryDirectory(prefix="tvmfork-bench-gen-") as work:
         command = [args.python, __file__, "--model", args.model, "--prompt", str(args.prompt)]
+        command += ["--size", args.size]
         command += ["--tokens", str(args.tokens), "--cache", str(args.cache)]
         command += ["--threads", threads, "--work", work]
         subprocess.run([*command, "--side", "prepare"], check=True, env=env)
@@ -216,7 +250,8 @@ def main() -> int:
     same = results["torch"]["tokens"] == results["fork"]["tokens"]
     print(f"CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs); {args.threads} thread(s) each")
     print(
-        f"model: {args.model} {CONFIGS[args.model]['num_hidden_layers']} layers, "
+        f"model: {args.model} ({args.size}) {CONFIGS[args.model]['num_hidden_layers']} layers, "
+        f"{CONFIGS[args.model]['hidden_size']} wide, "
         f"{args.prompt}-token prompt, {args.tokens} tokens, cache {args.cache}"
     )
     print(f"{'':22}{'PyTorch eager':>15}{'fork':>12}{'fork / PyTorch':>16}")
