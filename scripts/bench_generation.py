@@ -11,7 +11,10 @@ saves the library. Then each side runs in its own process, with the same thread 
 
 Each prints the prefill time of a PROMPT-token prompt, the median time per decoded token
 (greedy, the token's logits read back to the host) and its peak RSS; the parent checks both
-generated the same tokens and prints the table with ratios (fork / PyTorch: below 1 is faster).
+generated the same tokens and prints the table with ratios (fork / PyTorch: below 1 is faster),
+and each side's prefill rate in the linear layers against PyTorch's own 2048 x 2048 float32
+matmul on this CPU. `--size published` takes SmolLM-135M's (llama) and Qwen2.5-0.5B's (qwen2)
+configs.
 
     python scripts/bench_generation.py --python FORK_VENV/bin/python --threads 1
 """
@@ -142,11 +145,28 @@ def _side_torch(args: argparse.Namespace) -> dict:
             logits = module.model(input_ids=ids, cache_position=positions)
             return int(logits[0, -1].argmax())
 
-    return _generate(
+    result = _generate(
         args,
         lambda: step(prompt, torch.arange(args.prompt)),
         lambda token, pos: step(torch.tensor([[token]]), torch.tensor([pos])),
     )
+    linears = [m for m in module.model.modules() if isinstance(m, torch.nn.Linear)]
+    result["linear_macs_per_token"] = sum(m.in_features * m.out_features for m in linears)
+    result["matmul_gflops"] = _matmul_rate(torch)
+    return result
+
+
+def _matmul_rate(torch, n: int = 2048) -> float:
+    """PyTorch's own float32 n x n matmul on this CPU, GFLOP/s (median of 5): the rate a
+    compute-bound prefill can reach here."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return 2 * n**3 / statistics.median(times) / 1e9
 
 
 def _side_fork(args: argparse.Namespace, work: Path) -> dict:
@@ -267,6 +287,15 @@ def main() -> int:
     ):
         t, f = results["torch"][key], results["fork"][key]
         print(f"{label:22}{t:15.2f}{f:12.2f}{f / t:16.2f}")
+    flops = 2 * results["torch"]["linear_macs_per_token"] * args.prompt
+    peak = results["torch"]["matmul_gflops"]
+    print(
+        f"prefill GFLOP/s in the linear layers: PyTorch "
+        f"{flops / results['torch']['prefill_ms'] / 1e6:.1f}, fork "
+        f"{flops / results['fork']['prefill_ms'] / 1e6:.1f} "
+        f"({flops / results['fork']['prefill_ms'] / 1e6 / peak:.0%} of PyTorch's 2048 x 2048 "
+        f"float32 matmul here, {peak:.1f})"
+    )
     print("same tokens: " + ("yes" if same else "NO"))
     return 0 if same else 1
 
