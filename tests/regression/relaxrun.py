@@ -37,10 +37,13 @@ def host_target() -> tvm.target.Target:
     return tvm.target.Target(config)
 
 
-def import_torch(model: torch.nn.Module, example: torch.Tensor) -> tvm.IRModule:
-    """`model` (in eval mode) through torch.export and the Relax importer, params as constants."""
+def import_torch(
+    model: torch.nn.Module, example: torch.Tensor, dynamic_shapes: tuple | None = None
+) -> tvm.IRModule:
+    """`model` (in eval mode) through torch.export (with `dynamic_shapes`, as torch.export
+    takes them) and the Relax importer, params as constants."""
     with torch.no_grad():
-        exported = torch.export.export(model.eval(), (example,))
+        exported = torch.export.export(model.eval(), (example,), dynamic_shapes=dynamic_shapes)
     return from_exported_program(exported, keep_params_as_input=False)
 
 

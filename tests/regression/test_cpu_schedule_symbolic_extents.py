@@ -21,6 +21,7 @@ import torch
 import tvm
 from tvm import relax, tirx
 
+from .relaxrun import import_torch, run_llvm
 from .test_cpu_default_schedule import _contractions
 
 
@@ -48,11 +49,7 @@ def _module() -> tuple[torch.nn.Module, tvm.IRModule]:
     torch.manual_seed(0)
     model = Block().eval()
     seq = torch.export.Dim("seq", min=1, max=256)
-    with torch.no_grad():
-        exported = torch.export.export(model, (torch.randn(1, 16, 64),), dynamic_shapes=({1: seq},))
-    from tvm.relax.frontend.torch import from_exported_program
-
-    return model, from_exported_program(exported, keep_params_as_input=False)
+    return model, import_torch(model, torch.randn(1, 16, 64), ({1: seq},))
 
 
 def test_dense_layers_are_parallel_and_vectorized() -> None:
@@ -71,10 +68,8 @@ def test_dense_layers_are_parallel_and_vectorized() -> None:
 @pytest.mark.parametrize("length", [1, 16, 97])
 def test_results_match_pytorch(length: int) -> None:
     model, mod = _module()
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
     x = torch.randn(1, length, 64)
-    out = vm["main"](tvm.runtime.tensor(x.numpy()))
-    got = (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
+    got = run_llvm(mod, x.numpy())
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import torch
 import tvm
-from tvm import relax, tirx
+from tvm import tirx
 
-from .relaxrun import _nodes, host_target, kernels, lower_default
+from .relaxrun import _nodes, host_target, import_torch, kernels, lower_default, run_llvm
 
 
 class MLP(torch.nn.Module):
@@ -41,13 +41,7 @@ def _module() -> tuple[torch.nn.Module, tvm.IRModule]:
     torch.manual_seed(0)
     model = MLP().eval()
     tokens = torch.export.Dim("tokens", min=1, max=512)
-    with torch.no_grad():
-        exported = torch.export.export(
-            model, (torch.randn(1, 16, 64),), dynamic_shapes=({1: tokens},)
-        )
-    from tvm.relax.frontend.torch import from_exported_program
-
-    return model, from_exported_program(exported, keep_params_as_input=False)
+    return model, import_torch(model, torch.randn(1, 16, 64), ({1: tokens},))
 
 
 def _symbolic(func: tirx.PrimFunc) -> bool:
@@ -96,11 +90,8 @@ def test_both_bodies_read_one_weight_blocked_at_build_time() -> None:
 @pytest.mark.parametrize("target", ["llvm", "host"])
 def test_results_match_pytorch_at_every_length(length: int, target: str) -> None:
     model, mod = _module()
-    tgt = host_target() if target == "host" else "llvm"
-    vm = relax.VirtualMachine(tvm.compile(mod, target=tgt), tvm.cpu())
     x = torch.randn(1, length, 64)
-    out = vm["main"](tvm.runtime.tensor(x.numpy()))
-    got = (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
+    got = run_llvm(mod, x.numpy(), target=host_target() if target == "host" else "llvm")
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
