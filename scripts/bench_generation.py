@@ -10,13 +10,18 @@ saves the library. Then each side runs in its own process, with the same thread 
   cache fed back from call to call as `StatefulModule` does.
 
 Each prints the prefill time of a PROMPT-token prompt, the median time per decoded token
-(greedy, the token's logits read back to the host) and its peak RSS; the parent checks both
-generated the same tokens and prints the table with ratios (fork / PyTorch: below 1 is faster),
-and each side's prefill rate in the linear layers against PyTorch's own 2048 x 2048 float32
-matmul on this CPU. `--size published` takes SmolLM-135M's (llama) and Qwen2.5-0.5B's (qwen2)
-configs.
+(greedy, the token's logits read back to the host) and its peak RSS; the parent prints the
+table with ratios (fork / PyTorch: below 1 is faster) and each side's prefill rate in the linear
+layers against PyTorch's own 2048 x 2048 float32 matmul on this CPU, and checks that in float32
+both generated the same tokens (in a half precision a near-tie of random weights' logits may go
+either way: it prints how many agree). `--size published` takes SmolLM-135M's (llama) and
+Qwen2.5-0.5B's (qwen2) configs. `--dtypes float32,bfloat16` builds the model in each dtype
+(weights and cache, as `from_pretrained(torch_dtype=...)` loads a checkpoint) and runs both sides
+in each; `--torch-dtypes` leaves PyTorch's slow ones out (bfloat16 matmul without AVX512-BF16
+is a scalar loop in PyTorch).
 
     python scripts/bench_generation.py --python FORK_VENV/bin/python --threads 1
+    python scripts/bench_generation.py --python FORK_VENV/bin/python --dtypes float32,bfloat16
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ PUBLISHED = {
 }
 SIZES = {"small": {"llama": SMALL, "qwen2": SMALL}, "published": PUBLISHED}
 CONFIGS = dict(SIZES["small"])
+DTYPES = ("float32", "bfloat16", "float16")
 SHIM = Path(__file__).resolve().parents[1] / "python/tvmfork/conformance/torchvision_shim.py"
 
 
@@ -86,13 +92,16 @@ def _transformers():
     return transformers
 
 
-def _model(name: str, cache: int):
+def _model(name: str, cache: int, dtype: str):
     import torch
 
     transformers = _transformers()
     torch.manual_seed(0)
     config = transformers.AutoConfig.for_model(name, **CONFIGS[name])
+    # the same random weights in every dtype: made in float32, then cast (the cache, made
+    # later, takes the model's dtype)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model = model.to(getattr(torch, dtype))
     model.generation_config.cache_implementation = "static"
     model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": cache}
     from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
@@ -113,7 +122,7 @@ def prepare(args: argparse.Namespace, work: Path) -> None:
     import tvm
     from tvm.relax.frontend.torch import from_exported_program
 
-    module = _model(args.model, args.cache)
+    module = _model(args.model, args.cache, args.dtype)
     prompt = torch.from_numpy(_prompt(args.prompt, CONFIGS[args.model]["vocab_size"]))
     seq = torch.export.Dim("seq", max=args.cache)
     start = time.perf_counter()
@@ -123,8 +132,10 @@ def prepare(args: argparse.Namespace, work: Path) -> None:
         dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
     )
     mod = from_exported_program(exported)
+    # the cache's first values as their bits (numpy has no bfloat16), retyped when loaded
     state = {
-        f"{i:03d}": v.numpy() for i, v in enumerate(mod["main"].attrs["mutated_buffer_values"])
+        f"{i:03d}": _bits(v.numpy())
+        for i, v in enumerate(mod["main"].attrs["mutated_buffer_values"])
     }
     target = tvm.target.Target.from_device("cpu")
     tvm.compile(mod, target=target).export_library(str(work / "lm.so"))
@@ -136,7 +147,7 @@ def _side_torch(args: argparse.Namespace) -> dict:
     import torch
 
     torch.set_num_threads(args.threads)
-    module = _model(args.model, args.cache)
+    module = _model(args.model, args.cache, args.dtype)
     prompt = torch.from_numpy(_prompt(args.prompt, CONFIGS[args.model]["vocab_size"]))
 
     def step(ids, positions):
@@ -176,20 +187,34 @@ def _side_fork(args: argparse.Namespace, work: Path) -> dict:
 
     vm = relax.VirtualMachine(tvm.runtime.load_module(str(work / "lm.so")), tvm.cpu())
     saved = np.load(work / "state.npz")
-    state = [tvm.runtime.tensor(saved[k]) for k in sorted(saved.files)]
+    state = [tvm.runtime.tensor(_typed(saved[k], args.dtype)) for k in sorted(saved.files)]
     prompt = _prompt(args.prompt, CONFIGS[args.model]["vocab_size"])
 
     def step(ids, positions):
         nonlocal state
         out = vm["main"](tvm.runtime.tensor(ids), tvm.runtime.tensor(positions), *state)
         state = list(out[1:])
-        return int(np.argmax(out[0].numpy()[0, -1]))
+        return int(np.argmax(out[0].numpy()[0, -1].astype("float32")))
 
     return _generate(
         args,
         lambda: step(prompt, np.arange(args.prompt, dtype="int64")),
         lambda token, pos: step(np.array([[token]], "int64"), np.array([pos], "int64")),
     )
+
+
+def _bits(array):
+    """A cache array numpy can save: bfloat16 (ml_dtypes') as its bits."""
+    return array.view("int16") if str(array.dtype) == "bfloat16" else array
+
+
+def _typed(array, dtype: str):
+    """A saved cache array in the model's dtype (bfloat16 was saved as its bits)."""
+    if dtype == "bfloat16" and str(array.dtype) == "int16":
+        import ml_dtypes
+
+        return array.view(ml_dtypes.bfloat16)
+    return array
 
 
 def _generate(args: argparse.Namespace, prefill, decode) -> dict:
@@ -241,13 +266,30 @@ def main() -> int:
         default="small",
         help="small: 4 layers, 256 wide; published: SmolLM-135M (llama), Qwen2.5-0.5B (qwen2)",
     )
+    parser.add_argument(
+        "--dtypes",
+        default="float32",
+        help="the model's dtypes, comma-separated (float32, bfloat16, float16): each is built "
+        "and run on both sides",
+    )
+    parser.add_argument(
+        "--torch-dtypes",
+        help="the dtypes PyTorch eager runs in (default: --dtypes): leave out the ones PyTorch "
+        "has no fast kernel for on this CPU",
+    )
     parser.add_argument("--python", default=sys.executable, help="a venv with the fork and torch")
     parser.add_argument("--side", choices=["prepare", "torch", "fork"], help=argparse.SUPPRESS)
+    parser.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
     CONFIGS.update(SIZES[args.size])
     if args.prompt + args.tokens - 1 > args.cache:
         parser.error(f"--prompt + --tokens - 1 must fit in --cache ({args.cache})")
+    dtypes = args.dtypes.split(",")
+    torch_dtypes = args.torch_dtypes.split(",") if args.torch_dtypes else dtypes
+    unknown = sorted(set(dtypes + torch_dtypes) - set(DTYPES))
+    if unknown:
+        parser.error(f"unknown dtype(s) {', '.join(unknown)}; known: {', '.join(DTYPES)}")
 
     if args.side == "prepare":
         prepare(args, Path(args.work))
@@ -259,45 +301,85 @@ def main() -> int:
 
     threads = str(args.threads)
     env = {**os.environ, "TVM_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
-    results = {}
-    with tempfile.TemporaryDirectory(prefix="tvmfork-bench-gen-") as work:
-        command = [args.python, __file__, "--model", args.model, "--prompt", str(args.prompt)]
-        command += ["--size", args.size, "--prefills", str(args.prefills)]
-        command += ["--tokens", str(args.tokens), "--cache", str(args.cache)]
-        command += ["--threads", threads, "--work", work]
-        subprocess.run([*command, "--side", "prepare"], check=True, env=env)
-        for side in ("torch", "fork"):
-            out = subprocess.run(
-                [*command, "--side", side], check=True, env=env, stdout=subprocess.PIPE, text=True
-            ).stdout
-            results[side] = json.loads(out.strip().splitlines()[-1])
+    results: dict[tuple[str, str], dict] = {}
+    with tempfile.TemporaryDirectory(prefix="tvmfork-bench-gen-") as top:
+        for dtype in dtypes + [d for d in torch_dtypes if d not in dtypes]:
+            work = Path(top) / dtype
+            work.mkdir()
+            command = [args.python, __file__, "--model", args.model, "--prompt", str(args.prompt)]
+            command += ["--size", args.size, "--prefills", str(args.prefills)]
+            command += ["--tokens", str(args.tokens), "--cache", str(args.cache)]
+            command += ["--threads", threads, "--work", str(work), "--dtype", dtype]
+            sides = [("torch", "PyTorch")] if dtype in torch_dtypes else []
+            if dtype in dtypes:
+                subprocess.run([*command, "--side", "prepare"], check=True, env=env)
+                sides.append(("fork", "fork"))
+            for side, label in sides:
+                print(f"running {label} {dtype} ...", file=sys.stderr, flush=True)
+                out = subprocess.run(
+                    [*command, "--side", side],
+                    check=True,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                ).stdout
+                results[(label, dtype)] = json.loads(out.strip().splitlines()[-1])
+    return _report(args, results)
 
-    same = results["torch"]["tokens"] == results["fork"]["tokens"]
+
+def _report(args: argparse.Namespace, results: dict[tuple[str, str], dict]) -> int:
+    """The table: a column per side and dtype, then the ratios and the prefill rates."""
     print(f"CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs); {args.threads} thread(s) each")
     print(
         f"model: {args.model} ({args.size}) {CONFIGS[args.model]['num_hidden_layers']} layers, "
         f"{CONFIGS[args.model]['hidden_size']} wide, "
         f"{args.prompt}-token prompt, {args.tokens} tokens, cache {args.cache}"
     )
-    print(f"{'':22}{'PyTorch eager':>15}{'fork':>12}{'fork / PyTorch':>16}")
+    columns = list(results)
+    print(f"{'':22}" + "".join(f"{label + ' ' + dtype:>20}" for label, dtype in columns))
     for key, label in (
         ("prefill_ms", "prefill ms (median)"),
         ("token_ms", "ms per token (median)"),
         ("peak_rss_mib", "peak RSS MiB"),
     ):
-        t, f = results["torch"][key], results["fork"][key]
-        print(f"{label:22}{t:15.2f}{f:12.2f}{f / t:16.2f}")
-    flops = 2 * results["torch"]["linear_macs_per_token"] * args.prompt
-    peak = results["torch"]["matmul_gflops"]
-    print(
-        f"prefill GFLOP/s in the linear layers: PyTorch "
-        f"{flops / results['torch']['prefill_ms'] / 1e6:.1f}, fork "
-        f"{flops / results['fork']['prefill_ms'] / 1e6:.1f} "
-        f"({flops / results['fork']['prefill_ms'] / 1e6 / peak:.0%} of PyTorch's 2048 x 2048 "
-        f"float32 matmul here, {peak:.1f})"
+        print(f"{label:22}" + "".join(f"{results[c][key]:20.2f}" for c in columns))
+    pairs = [
+        (("fork", d), ("PyTorch", t))
+        for d in DTYPES
+        for t in dict.fromkeys((d, "float32"))
+        if ("fork", d) in results and ("PyTorch", t) in results
+    ]
+    pairs += [
+        (("fork", d), ("fork", "float32"))
+        for d in DTYPES[1:]
+        if ("fork", d) in results and ("fork", "float32") in results
+    ]
+    for (a, da), (b, db) in pairs:
+        prefill = results[(a, da)]["prefill_ms"] / results[(b, db)]["prefill_ms"]
+        token = results[(a, da)]["token_ms"] / results[(b, db)]["token_ms"]
+        print(f"{a} {da} / {b} {db}: prefill {prefill:.2f}x, decode {token:.2f}x")
+    torch_side = next(r for (label, _), r in results.items() if label == "PyTorch")
+    flops = 2 * torch_side["linear_macs_per_token"] * args.prompt
+    peak = torch_side["matmul_gflops"]
+    rates = ", ".join(
+        f"{label} {dtype} {flops / r['prefill_ms'] / 1e6:.1f}"
+        for (label, dtype), r in results.items()
     )
-    print("same tokens: " + ("yes" if same else "NO"))
-    return 0 if same else 1
+    print(
+        f"prefill GFLOP/s in the linear layers: {rates}; PyTorch's 2048 x 2048 float32 matmul "
+        f"here: {peak:.1f}"
+    )
+    for (label, dtype), r in results.items():
+        if label == "fork":
+            print(f"  fork {dtype}: {flops / r['prefill_ms'] / 1e6 / peak:.0%} of that matmul rate")
+    ok = True
+    for dtype in DTYPES:
+        if ("fork", dtype) in results and ("PyTorch", dtype) in results:
+            fork, eager = results[("fork", dtype)]["tokens"], results[("PyTorch", dtype)]["tokens"]
+            agree = sum(f == t for f, t in zip(fork, eager, strict=True))
+            print(f"same tokens in {dtype}: {agree} of {len(fork)}")
+            ok = ok and (agree == len(fork) or dtype != "float32")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
