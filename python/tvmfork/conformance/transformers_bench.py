@@ -65,9 +65,11 @@ def _case(
     feed: Callable[[Any], dict[str, torch.Tensor]],
     config: dict[str, Any] | None = None,
     part: Callable[[Any], Any] | None = None,
+    dtype: torch.dtype | None = None,
 ) -> Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
     """A case: transformers' `cls` built from `model_type`'s default config updated with
-    `config` (or the sub-module `part` of it), fed `feed(config)`, returning `output`."""
+    `config` (or the sub-module `part` of it), fed `feed(config)`, returning `output`; in
+    `dtype` (weights and float inputs, as a checkpoint stored in it loads) where given."""
 
     def make() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         import transformers
@@ -77,6 +79,9 @@ def _case(
         if part is not None:
             model = part(model)
         inputs = feed(cfg)
+        if dtype is not None:
+            model = model.to(dtype)
+            inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
         return Wrapped(model, tuple(inputs), output), tuple(inputs.values())
 
     return make
@@ -125,4 +130,10 @@ CASES: dict[str, Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]]
     ),
     "wav2vec2-base": _case("wav2vec2", "Wav2Vec2Model", HIDDEN, _audio),
     "hubert-base": _case("hubert", "HubertModel", HIDDEN, _audio),
+    # bfloat16 checkpoints, loaded as stored (PyTorch eager runs them in bfloat16 too)
+    "bert-base.bfloat16": _case("bert", "BertModel", HIDDEN, _ids, dtype=torch.bfloat16),
+    "smollm-135m.bfloat16": _case(
+        "llama", "LlamaForCausalLM", "logits", _ids, SMOLLM_135M, dtype=torch.bfloat16
+    ),
+    "vit-base.bfloat16": _case("vit", "ViTModel", HIDDEN, _pixels(), dtype=torch.bfloat16),
 }
