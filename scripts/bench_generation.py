@@ -38,6 +38,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import _paths  # noqa: F401  (the conformance worker's folder on sys.path)
+from casework.bundle import restored, storable  # type: ignore[import-not-found]
+
 # a small LM (about 25M parameters): 4 layers, 256 wide, GQA; the same config for each family
 SMALL = {
     "vocab_size": 8192,
@@ -132,14 +135,14 @@ def prepare(args: argparse.Namespace, work: Path) -> None:
         dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
     )
     mod = from_exported_program(exported)
-    # the cache's first values as their bits (numpy has no bfloat16), retyped when loaded
-    state = {
-        f"{i:03d}": _bits(v.numpy())
-        for i, v in enumerate(mod["main"].attrs["mutated_buffer_values"])
-    }
+    # the cache's first values, bfloat16 as its bits with the dtype's name (as a bundle keeps them)
+    state, dtypes = {}, {}
+    for i, v in enumerate(mod["main"].attrs["mutated_buffer_values"]):
+        state[f"{i:03d}"], dtypes[f"{i:03d}"] = storable(v.numpy())
     target = tvm.target.Target.from_device("cpu")
     tvm.compile(mod, target=target).export_library(str(work / "lm.so"))
     np.savez(work / "state.npz", **state)
+    (work / "state.json").write_text(json.dumps(dtypes))
     print(f"export + import + compile ({target}): {time.perf_counter() - start:.1f} s")
 
 
@@ -187,7 +190,8 @@ def _side_fork(args: argparse.Namespace, work: Path) -> dict:
 
     vm = relax.VirtualMachine(tvm.runtime.load_module(str(work / "lm.so")), tvm.cpu())
     saved = np.load(work / "state.npz")
-    state = [tvm.runtime.tensor(_typed(saved[k], args.dtype)) for k in sorted(saved.files)]
+    dtypes = json.loads((work / "state.json").read_text())
+    state = [tvm.runtime.tensor(restored(saved[k], dtypes[k])) for k in sorted(saved.files)]
     prompt = _prompt(args.prompt, CONFIGS[args.model]["vocab_size"])
 
     def step(ids, positions):
@@ -201,20 +205,6 @@ def _side_fork(args: argparse.Namespace, work: Path) -> dict:
         lambda: step(prompt, np.arange(args.prompt, dtype="int64")),
         lambda token, pos: step(np.array([[token]], "int64"), np.array([pos], "int64")),
     )
-
-
-def _bits(array):
-    """A cache array numpy can save: bfloat16 (ml_dtypes') as its bits."""
-    return array.view("int16") if str(array.dtype) == "bfloat16" else array
-
-
-def _typed(array, dtype: str):
-    """A saved cache array in the model's dtype (bfloat16 was saved as its bits)."""
-    if dtype == "bfloat16" and str(array.dtype) == "int16":
-        import ml_dtypes
-
-        return array.view(ml_dtypes.bfloat16)
-    return array
 
 
 def _generate(args: argparse.Namespace, prefill, decode) -> dict:

@@ -46,7 +46,7 @@ class Writer:
         names = []
         for value in values:
             name = f"a{len(self.arrays)}"
-            self.arrays[name], self.dtypes[name] = _storable(value)
+            self.arrays[name], self.dtypes[name] = storable(value)
             names.append(name)
         return names
 
@@ -87,7 +87,7 @@ class Writer:
         (self.folder / CALLS).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def _storable(value: Any) -> tuple[Any, str]:
+def storable(value: Any) -> tuple[Any, str]:
     """(an array numpy writes without pickling, the dtype to read it back as)."""
     import numpy as np
 
@@ -114,7 +114,7 @@ def read(folder: Path) -> list[Check | Generation]:
     def get(names: list[str] | None) -> list[Any] | None:
         if names is None:
             return None
-        return [_restored(stored[n], dtypes[n]) for n in names]
+        return [restored(stored[n], dtypes[n]) for n in names]
 
     calls: list[Check | Generation] = []
     for c in doc["calls"]:
@@ -156,7 +156,7 @@ def read(folder: Path) -> list[Check | Generation]:
     return calls
 
 
-def _restored(a: Any, dtype: str) -> Any:
+def restored(a: Any, dtype: str) -> Any:
     import numpy as np
 
     if str(a.dtype) == dtype:
