@@ -16,8 +16,8 @@ one per physical core), and target "llvm" compiles for the baseline ISA (SSE2 on
 while PyTorch dispatches to the host's widest vectors at run time: both are printed, and
 both can be set (`--target host` is `tvm.target.Target.from_device("cpu")`).
 
-Models: the DCGAN-64 generator (batch 8), the same generator after ConvertLayout to NHWC, two
-3x3 convs (8, 64, 32, 32), and a grouped, dilated decoder of transposed convs.
+Models: the DCGAN-64 generator, the same generator after ConvertLayout to NHWC, two 3x3 convs
+(N, 64, 32, 32), and a grouped, dilated decoder of transposed convs; batch N = 8 (`--batch`).
 """
 
 from __future__ import annotations
@@ -82,14 +82,14 @@ class Decoder(torch.nn.Module):
         return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
 
 
-def model_and_input(name: str) -> tuple[torch.nn.Module, torch.Tensor]:
+def model_and_input(name: str, batch: int = 8) -> tuple[torch.nn.Module, torch.Tensor]:
     torch.manual_seed(0)
     if name.startswith("dcgan"):
-        model, x = Generator(), torch.randn(8, 100, 1, 1)
+        model, x = Generator(), torch.randn(batch, 100, 1, 1)
     elif name == "conv3x3":
-        model, x = Convs(), torch.randn(8, 64, 32, 32)
+        model, x = Convs(), torch.randn(batch, 64, 32, 32)
     elif name == "decoder":
-        model, x = Decoder(), torch.randn(8, 64, 8, 8)
+        model, x = Decoder(), torch.randn(batch, 64, 8, 8)
     else:
         raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
     for m in model.modules():  # non-trivial batch-norm statistics
@@ -99,7 +99,9 @@ def model_and_input(name: str) -> tuple[torch.nn.Module, torch.Tensor]:
     return model.eval(), x
 
 
-def tvm_worker(names: list[str], repeat: int, target: str, threads: int) -> dict[str, object]:
+def tvm_worker(
+    names: list[str], repeat: int, target: str, threads: int, batch: int
+) -> dict[str, object]:
     """Compile and time each model on the TVM of this interpreter, interleaved with PyTorch
     eager in this same process; TVM's outputs vs PyTorch's.
 
@@ -120,7 +122,7 @@ def tvm_worker(names: list[str], repeat: int, target: str, threads: int) -> dict
     results["threads"] = tvm.runtime.num_threads()
     results["torch_threads"] = torch.get_num_threads()
     for name in names:
-        model, x = model_and_input(name)
+        model, x = model_and_input(name, batch)
         with torch.no_grad():
             expected = model(x).numpy()
             program = torch.export.export(model, (x,))
@@ -176,6 +178,7 @@ def main() -> None:
     )  # fmt: skip
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=8, help="batch size of every model (default 8)")
     ap.add_argument("--threads", type=int, default=2, help="PyTorch threads (default 2)")
     ap.add_argument("--target", default="llvm", help='"llvm" (baseline ISA) or "host"')
     ap.add_argument(
@@ -184,7 +187,7 @@ def main() -> None:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        print(json.dumps(tvm_worker(a.models, a.repeat, a.target, a.threads)))
+        print(json.dumps(tvm_worker(a.models, a.repeat, a.target, a.threads, a.batch)))
         return
     if not a.tvm:
         ap.error("give at least one --tvm LABEL=PYTHON")
@@ -195,7 +198,7 @@ def main() -> None:
         label, _, python = spec.partition("=")
         labels.append(label)
         cmd = [python, __file__, "--worker", "--repeat", str(a.repeat), "--target", a.target]
-        cmd += ["--threads", str(a.threads)]
+        cmd += ["--threads", str(a.threads), "--batch", str(a.batch)]
         env = dict(os.environ)
         if a.tvm_threads:
             env["TVM_NUM_THREADS"] = str(a.tvm_threads)
@@ -211,7 +214,7 @@ def main() -> None:
             rows[name][label] = res[name]
 
     print(
-        f"torch {torch.__version__}; median of {a.repeat} calls each, TVM and PyTorch "
+        f"torch {torch.__version__}; batch {a.batch}; median of {a.repeat} calls each, TVM and PyTorch "
         "interleaved in blocks of 5 in the same process"
     )
     head = f"{'model':12}"
@@ -226,7 +229,7 @@ def main() -> None:
                 line += f"  {label}: {r['error']}"
                 continue
             ratio = r["seconds"] / r["torch"]
-            line += f" {r['torch'] * 1e3:9.2f} {r['seconds'] * 1e3:10.2f} {ratio:11.1f}x"
+            line += f" {r['torch'] * 1e3:9.2f} {r['seconds'] * 1e3:10.2f} {ratio:11.2f}x"
             line += f" {r['max_abs_err']:8.1e}"
         print(line)
     if "dcgan" in rows and "dcgan-nhwc" in rows:
