@@ -10,18 +10,26 @@ saves the library. Then each side runs in its own process, with the same thread 
   cache fed back from call to call as `StatefulModule` does.
 
 Each prints the prefill time of a PROMPT-token prompt, the median time per decoded token
-(greedy, the token's logits read back to the host) and its peak RSS; the parent prints the
-table with ratios (fork / PyTorch: below 1 is faster) and each side's prefill rate in the linear
-layers against PyTorch's own 2048 x 2048 float32 matmul on this CPU, and checks that in float32
-both generated the same tokens (in a half precision a near-tie of random weights' logits may go
+(greedy, the token's logits read back to the host), its peak RSS and its compile time; the
+parent prints the table with ratios (fork / PyTorch: below 1 is faster) and each side's prefill
+rate in the linear layers against PyTorch's own 2048 x 2048 float32 matmul on this CPU, and
+checks that in float32 both generated the same tokens (in a half precision a near-tie of random weights' logits may go
 either way: it prints how many agree). `--size published` takes SmolLM-135M's (llama) and
 Qwen2.5-0.5B's (qwen2) configs. `--dtypes float32,bfloat16` builds the model in each dtype
 (weights and cache, as `from_pretrained(torch_dtype=...)` loads a checkpoint) and runs both sides
 in each; `--torch-dtypes` leaves PyTorch's slow ones out (bfloat16 matmul without AVX512-BF16
 is a scalar loop in PyTorch).
 
+`--inductor` adds torch.compile (Inductor, default mode) on the same static-cache module, in
+PyTorch's dtypes (compiled by the warm-up calls, not timed). `--ort` adds ONNX Runtime in
+float32, on the prefill only: the model's forward without a cache (input ids to logits, the
+length dynamic) exported with `torch.onnx.export(..., dynamo=True)`, as a user exports it; its
+attention spans the prompt, where the static-cache module's spans the whole cache (masked), and
+a decode step would need the cache in the graph, which that export does not have.
+
     python scripts/bench_generation.py --python FORK_VENV/bin/python --threads 1
     python scripts/bench_generation.py --python FORK_VENV/bin/python --dtypes float32,bfloat16
+    python scripts/bench_generation.py --python FORK_VENV/bin/python --inductor --ort
 """
 
 from __future__ import annotations
@@ -80,6 +88,8 @@ PUBLISHED = {
 SIZES = {"small": {"llama": SMALL, "qwen2": SMALL}, "published": PUBLISHED}
 CONFIGS = dict(SIZES["small"])
 DTYPES = ("float32", "bfloat16", "float16")
+# the processes a run may start: PyTorch eager, the fork, torch.compile, ONNX Runtime
+SIDES = ("torch", "fork", "inductor", "ort")
 SHIM = Path(__file__).resolve().parents[1] / "python/tvmfork/conformance/torchvision_shim.py"
 
 
@@ -95,16 +105,20 @@ def _transformers():
     return transformers
 
 
-def _model(name: str, cache: int, dtype: str):
+def _lm(name: str, dtype: str):
+    """The transformers model: the same random weights in every dtype, made in float32 and
+    then cast (a cache, made later, takes the model's dtype)."""
     import torch
 
     transformers = _transformers()
     torch.manual_seed(0)
     config = transformers.AutoConfig.for_model(name, **CONFIGS[name])
-    # the same random weights in every dtype: made in float32, then cast (the cache, made
-    # later, takes the model's dtype)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
-    model = model.to(getattr(torch, dtype))
+    return model.to(getattr(torch, dtype))
+
+
+def _model(name: str, cache: int, dtype: str):
+    model = _lm(name, dtype)
     model.generation_config.cache_implementation = "static"
     model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": cache}
     from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
@@ -143,7 +157,9 @@ def prepare(args: argparse.Namespace, work: Path) -> None:
     tvm.compile(mod, target=target).export_library(str(work / "lm.so"))
     np.savez(work / "state.npz", **state)
     (work / "state.json").write_text(json.dumps(dtypes))
-    print(f"export + import + compile ({target}): {time.perf_counter() - start:.1f} s")
+    seconds = time.perf_counter() - start
+    (work / "compile.json").write_text(json.dumps({"compile_s": seconds}))
+    print(f"export + import + compile ({target}): {seconds:.1f} s")
 
 
 def _side_torch(args: argparse.Namespace) -> dict:
@@ -168,6 +184,92 @@ def _side_torch(args: argparse.Namespace) -> dict:
     result["linear_macs_per_token"] = sum(m.in_features * m.out_features for m in linears)
     result["matmul_gflops"] = _matmul_rate(torch)
     return result
+
+
+def _side_inductor(args: argparse.Namespace) -> dict:
+    """torch.compile (Inductor, default mode) on the same static-cache module: compiled on the
+    warm-up calls (the prompt's shape, then one token's), not timed."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    module = _model(args.model, args.cache, args.dtype)
+    compiled = torch.compile(module.model)
+    prompt = torch.from_numpy(_prompt(args.prompt, CONFIGS[args.model]["vocab_size"]))
+
+    def step(ids, positions):
+        with torch.no_grad():
+            logits = compiled(input_ids=ids, cache_position=positions)
+            return int(logits[0, -1].argmax())
+
+    start = time.perf_counter()
+    step(prompt, torch.arange(args.prompt))
+    step(torch.tensor([[0]]), torch.tensor([args.prompt]))
+    compile_s = time.perf_counter() - start
+    result = _generate(
+        args,
+        lambda: step(prompt, torch.arange(args.prompt)),
+        lambda token, pos: step(torch.tensor([[token]]), torch.tensor([pos])),
+    )
+    return {**result, "compile_s": compile_s}
+
+
+def _side_ort(args: argparse.Namespace, work: Path) -> dict:
+    """ONNX Runtime on the model's forward without a cache (input ids to logits, the sequence
+    length dynamic), exported as a user would (torch.onnx.export, dynamo): the prefill only.
+    Its decode would need the cache as inputs and outputs of the graph, which this export does
+    not have, so it is not timed."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    torch.set_num_threads(args.threads)
+    model = _lm(args.model, args.dtype)
+
+    class Forward(torch.nn.Module):
+        def __init__(self, model) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids):
+            return self.model(input_ids=input_ids, use_cache=False).logits
+
+    prompt = _prompt(args.prompt, CONFIGS[args.model]["vocab_size"])
+    seq = torch.export.Dim("seq", max=args.cache)
+    path = work / "lm.onnx"
+    start = time.perf_counter()
+    with torch.no_grad():
+        program = torch.onnx.export(
+            Forward(model).eval(),
+            (torch.from_numpy(prompt),),
+            dynamo=True,
+            dynamic_shapes={"input_ids": {1: seq}},
+        )
+    program.save(str(path))
+    del program, model  # the session holds its own copy of the weights
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    export_s = time.perf_counter() - start
+
+    def prefill():
+        logits = session.run(None, {name: prompt})[0]
+        return int(np.argmax(logits[0, -1].astype("float32")))
+
+    prefill()
+    times, tokens = [], []
+    for _ in range(args.prefills):
+        start = time.perf_counter()
+        tokens = [prefill()]
+        times.append((time.perf_counter() - start) * 1e3)
+    return {
+        "prefill_ms": statistics.median(times),
+        "token_ms": None,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "tokens": tokens,
+        "compile_s": export_s,
+    }
 
 
 def _matmul_rate(torch, n: int = 2048) -> float:
@@ -200,11 +302,12 @@ def _side_fork(args: argparse.Namespace, work: Path) -> dict:
         state = list(out[1:])
         return int(np.argmax(out[0].numpy()[0, -1].astype("float32")))
 
-    return _generate(
+    result = _generate(
         args,
         lambda: step(prompt, np.arange(args.prompt, dtype="int64")),
         lambda token, pos: step(np.array([[token]], "int64"), np.array([pos], "int64")),
     )
+    return {**result, **json.loads((work / "compile.json").read_text())}
 
 
 def _generate(args: argparse.Namespace, prefill, decode) -> dict:
@@ -267,8 +370,19 @@ def main() -> int:
         help="the dtypes PyTorch eager runs in (default: --dtypes): leave out the ones PyTorch "
         "has no fast kernel for on this CPU",
     )
+    parser.add_argument(
+        "--inductor",
+        action="store_true",
+        help="also torch.compile (Inductor) on the same module, in PyTorch's dtypes",
+    )
+    parser.add_argument(
+        "--ort",
+        action="store_true",
+        help="also ONNX Runtime's prefill (the forward without a cache, exported with "
+        "torch.onnx.export), in float32",
+    )
     parser.add_argument("--python", default=sys.executable, help="a venv with the fork and torch")
-    parser.add_argument("--side", choices=["prepare", "torch", "fork"], help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=["prepare", *SIDES], help=argparse.SUPPRESS)
     parser.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -285,7 +399,13 @@ def main() -> int:
         prepare(args, Path(args.work))
         return 0
     if args.side:
-        result = _side_torch(args) if args.side == "torch" else _side_fork(args, Path(args.work))
+        work = Path(args.work)
+        result = {
+            "torch": lambda: _side_torch(args),
+            "fork": lambda: _side_fork(args, work),
+            "inductor": lambda: _side_inductor(args),
+            "ort": lambda: _side_ort(args, work),
+        }[args.side]()
         print(json.dumps(result))
         return 0
 
@@ -301,6 +421,10 @@ def main() -> int:
             command += ["--tokens", str(args.tokens), "--cache", str(args.cache)]
             command += ["--threads", threads, "--work", str(work), "--dtype", dtype]
             sides = [("torch", "PyTorch")] if dtype in torch_dtypes else []
+            if dtype in torch_dtypes and args.inductor:
+                sides.append(("inductor", "Inductor"))
+            if dtype == "float32" and args.ort:
+                sides.append(("ort", "ORT"))
             if dtype in dtypes:
                 subprocess.run([*command, "--side", "prepare"], check=True, env=env)
                 sides.append(("fork", "fork"))
@@ -331,13 +455,19 @@ def _report(args: argparse.Namespace, results: dict[tuple[str, str], dict]) -> i
         ("prefill_ms", "prefill ms (median)"),
         ("token_ms", "ms per token (median)"),
         ("peak_rss_mib", "peak RSS MiB"),
+        ("compile_s", "compile s"),
     ):
-        print(f"{label:22}" + "".join(f"{results[c][key]:20.2f}" for c in columns))
+        cells = [results[c].get(key) for c in columns]
+        print(
+            f"{label:22}" + "".join("n/a".rjust(20) if v is None else f"{v:20.2f}" for v in cells)
+        )
+    # the fork against each other side in the same dtype and in float32, then against itself
     pairs = [
-        (("fork", d), ("PyTorch", t))
+        (("fork", d), (other, t))
+        for other in ("PyTorch", "Inductor", "ORT")
         for d in DTYPES
         for t in dict.fromkeys((d, "float32"))
-        if ("fork", d) in results and ("PyTorch", t) in results
+        if ("fork", d) in results and (other, t) in results
     ]
     pairs += [
         (("fork", d), ("fork", "float32"))
@@ -346,8 +476,11 @@ def _report(args: argparse.Namespace, results: dict[tuple[str, str], dict]) -> i
     ]
     for (a, da), (b, db) in pairs:
         prefill = results[(a, da)]["prefill_ms"] / results[(b, db)]["prefill_ms"]
-        token = results[(a, da)]["token_ms"] / results[(b, db)]["token_ms"]
-        print(f"{a} {da} / {b} {db}: prefill {prefill:.2f}x, decode {token:.2f}x")
+        line = f"{a} {da} / {b} {db}: prefill {prefill:.2f}x"
+        if results[(b, db)]["token_ms"] is not None:
+            token = results[(a, da)]["token_ms"] / results[(b, db)]["token_ms"]
+            line += f", decode {token:.2f}x"
+        print(line)
     torch_side = next(r for (label, _), r in results.items() if label == "PyTorch")
     flops = 2 * torch_side["linear_macs_per_token"] * args.prompt
     peak = torch_side["matmul_gflops"]
@@ -364,10 +497,13 @@ def _report(args: argparse.Namespace, results: dict[tuple[str, str], dict]) -> i
             print(f"  fork {dtype}: {flops / r['prefill_ms'] / 1e6 / peak:.0%} of that matmul rate")
     ok = True
     for dtype in DTYPES:
-        if ("fork", dtype) in results and ("PyTorch", dtype) in results:
-            fork, eager = results[("fork", dtype)]["tokens"], results[("PyTorch", dtype)]["tokens"]
-            agree = sum(f == t for f, t in zip(fork, eager, strict=True))
-            print(f"same tokens in {dtype}: {agree} of {len(fork)}")
+        for other in ("PyTorch", "Inductor", "ORT"):
+            if ("fork", dtype) not in results or (other, dtype) not in results:
+                continue
+            theirs = results[(other, dtype)]["tokens"]  # ORT's: the prompt's next token only
+            fork = results[("fork", dtype)]["tokens"][: len(theirs)]
+            agree = sum(f == t for f, t in zip(fork, theirs, strict=True))
+            print(f"same tokens in {dtype}, fork and {other}: {agree} of {len(fork)}")
             ok = ok and (agree == len(fork) or dtype != "float32")
     return 0 if ok else 1
 
