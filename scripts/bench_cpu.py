@@ -214,8 +214,8 @@ def main() -> None:
             rows[name][label] = res[name]
 
     print(
-        f"torch {torch.__version__}; batch {a.batch}; median of {a.repeat} calls each, TVM and PyTorch "
-        "interleaved in blocks of 5 in the same process"
+        f"torch {torch.__version__}; batch {a.batch}; median of {a.repeat} calls each, TVM and "
+        "PyTorch interleaved in blocks of 5 in the same process"
     )
     head = f"{'model':12}"
     for label in labels:

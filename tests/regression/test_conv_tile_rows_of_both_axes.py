@@ -17,7 +17,6 @@ import functools
 import numpy as np
 import pytest
 import torch
-import tvm
 from tvm import tirx
 
 from .relaxrun import host_target, import_torch, kernels, lower_default, numpy_of, run_llvm
