@@ -9,16 +9,15 @@ saves the library. Then each side runs in its own process, with the same thread 
 - fork: the compiled library loaded with `tvm.runtime.load_module`, no torch imported, the
   cache fed back from call to call as `StatefulModule` does.
 
-Each prints the prefill time of a PROMPT-token prompt, the median time per decoded token
-(greedy, the token's logits read back to the host), its peak RSS and its compile time; the
-parent prints the table with ratios (fork / PyTorch: below 1 is faster) and each side's prefill
-rate in the linear layers against PyTorch's own 2048 x 2048 float32 matmul on this CPU, and
-checks that in float32 both generated the same tokens (in a half precision a near-tie of random weights' logits may go
-either way: it prints how many agree). `--size published` takes SmolLM-135M's (llama) and
-Qwen2.5-0.5B's (qwen2) configs. `--dtypes float32,bfloat16` builds the model in each dtype
-(weights and cache, as `from_pretrained(torch_dtype=...)` loads a checkpoint) and runs both sides
-in each; `--torch-dtypes` leaves PyTorch's slow ones out (bfloat16 matmul without AVX512-BF16
-is a scalar loop in PyTorch).
+Each prints the prefill time of a PROMPT-token prompt, the median time per decoded token (greedy,
+the token's logits read back to the host), its peak RSS and its compile time; the parent prints the
+table with ratios (fork / PyTorch: below 1 is faster) and each side's prefill rate in the linear
+layers against PyTorch's own 2048 x 2048 float32 matmul on this CPU, and checks that in float32 both
+generated the same tokens (in a half precision a near-tie of random weights' logits may go either
+way: it prints how many agree). `--size published` takes SmolLM-135M's (llama) and Qwen2.5-0.5B's
+(qwen2) configs. `--dtypes float32,bfloat16` builds the model in each dtype (weights and cache, as
+`from_pretrained(torch_dtype=...)` loads a checkpoint) and runs both sides in each; `--torch-dtypes`
+leaves PyTorch's slow ones out (bfloat16 matmul without AVX512-BF16 is a scalar loop in PyTorch).
 
 `--inductor` adds torch.compile (Inductor, default mode) on the same static-cache module, in
 PyTorch's dtypes (compiled by the warm-up calls, not timed). `--ort` adds ONNX Runtime in

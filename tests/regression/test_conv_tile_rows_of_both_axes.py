@@ -46,12 +46,13 @@ def _rows_in_rows(func: tirx.PrimFunc) -> list[tuple[int, int]]:
 
     def rows(stmt) -> list[tirx.For]:
         loops: list[tirx.For] = []
-        tirx.stmt_functor.post_order_visit(
-            stmt,
-            lambda n: loops.append(n)
-            if isinstance(n, tirx.For) and n.kind == tirx.ForKind.UNROLLED and int(n.extent) > 1
-            else None,
-        )
+
+        def visit(node) -> None:
+            if isinstance(node, tirx.For) and node.kind == tirx.ForKind.UNROLLED:
+                if int(node.extent) > 1:
+                    loops.append(node)
+
+        tirx.stmt_functor.post_order_visit(stmt, visit)
         return loops
 
     for loop in rows(func.body):
