@@ -74,3 +74,35 @@ def test_block_matches_pytorch(target: str) -> None:
     # bfloat16's precision: a rounding is 2**-8 of a value
     scale = float(np.abs(want).max())
     np.testing.assert_allclose(got.astype("float32"), want, rtol=2**-7, atol=2**-8 * scale)
+
+
+def test_a_bfloat16_static_cache_lm_builds_and_matches_pytorch() -> None:
+    """transformers' static-cache export of a bfloat16 Llama (the route generation takes): its
+    shape kernels take scalar parameters, which the fusion must pass over."""
+    from tvm.relax.frontend.torch import StatefulModule, from_exported_program
+
+    from . import hf
+
+    torch.manual_seed(0)
+    model = hf.decoder_lm("llama", initializer_range=0.2).to(torch.bfloat16)  # after the shim
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": 32}
+    prompt = torch.randint(0, 512, (1, 7))
+    seq = torch.export.Dim("seq", max=32)
+    module = TorchExportableModuleForDecoderOnlyLM(model)
+    exported = module.export(
+        input_ids=prompt,
+        cache_position=torch.arange(7),
+        dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
+    )
+    lm = StatefulModule(from_exported_program(exported), target="llvm")
+    (logits,) = lm(prompt, torch.arange(7))
+    got = logits.numpy().astype("float32")
+    with torch.no_grad():  # the same static-cache module, in PyTorch
+        want = module.model(input_ids=prompt, cache_position=torch.arange(7)).float().numpy()
+    # bfloat16's precision through the layers: a few roundings of 2**-8 each (the unfused
+    # build's logits are the same bit for bit)
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=2**-6, atol=2**-6 * scale)
