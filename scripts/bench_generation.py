@@ -161,55 +161,40 @@ def prepare(args: argparse.Namespace, work: Path) -> None:
     print(f"export + import + compile ({target}): {seconds:.1f} s")
 
 
-def _side_torch(args: argparse.Namespace) -> dict:
+def _side_torch(args: argparse.Namespace, inductor: bool = False) -> dict:
+    """PyTorch eager on the static-cache module, or (`inductor`) torch.compile on it (default
+    mode), compiled by two untimed calls (the prompt's shape, then one token's)."""
     import torch
 
     torch.set_num_threads(args.threads)
     module = _model(args.model, args.cache, args.dtype)
+    # the static-cache module itself: the export wrapper's forward drops cache_position
+    forward = torch.compile(module.model) if inductor else module.model
     prompt = torch.from_numpy(_prompt(args.prompt, CONFIGS[args.model]["vocab_size"]))
 
     def step(ids, positions):
         with torch.no_grad():
-            # the static-cache module itself: the export wrapper's forward drops cache_position
-            logits = module.model(input_ids=ids, cache_position=positions)
+            logits = forward(input_ids=ids, cache_position=positions)
             return int(logits[0, -1].argmax())
 
-    result = _generate(
-        args,
-        lambda: step(prompt, torch.arange(args.prompt)),
-        lambda token, pos: step(torch.tensor([[token]]), torch.tensor([pos])),
+    result: dict = {}
+    if inductor:
+        start = time.perf_counter()
+        step(prompt, torch.arange(args.prompt))
+        step(torch.tensor([[0]]), torch.tensor([args.prompt]))
+        result["compile_s"] = time.perf_counter() - start
+    result.update(
+        _generate(
+            args,
+            lambda: step(prompt, torch.arange(args.prompt)),
+            lambda token, pos: step(torch.tensor([[token]]), torch.tensor([pos])),
+        )
     )
-    linears = [m for m in module.model.modules() if isinstance(m, torch.nn.Linear)]
-    result["linear_macs_per_token"] = sum(m.in_features * m.out_features for m in linears)
-    result["matmul_gflops"] = _matmul_rate(torch)
+    if not inductor:
+        linears = [m for m in module.model.modules() if isinstance(m, torch.nn.Linear)]
+        result["linear_macs_per_token"] = sum(m.in_features * m.out_features for m in linears)
+        result["matmul_gflops"] = _matmul_rate(torch)
     return result
-
-
-def _side_inductor(args: argparse.Namespace) -> dict:
-    """torch.compile (Inductor, default mode) on the same static-cache module: compiled on the
-    warm-up calls (the prompt's shape, then one token's), not timed."""
-    import torch
-
-    torch.set_num_threads(args.threads)
-    module = _model(args.model, args.cache, args.dtype)
-    compiled = torch.compile(module.model)
-    prompt = torch.from_numpy(_prompt(args.prompt, CONFIGS[args.model]["vocab_size"]))
-
-    def step(ids, positions):
-        with torch.no_grad():
-            logits = compiled(input_ids=ids, cache_position=positions)
-            return int(logits[0, -1].argmax())
-
-    start = time.perf_counter()
-    step(prompt, torch.arange(args.prompt))
-    step(torch.tensor([[0]]), torch.tensor([args.prompt]))
-    compile_s = time.perf_counter() - start
-    result = _generate(
-        args,
-        lambda: step(prompt, torch.arange(args.prompt)),
-        lambda token, pos: step(torch.tensor([[token]]), torch.tensor([pos])),
-    )
-    return {**result, "compile_s": compile_s}
 
 
 def _side_ort(args: argparse.Namespace, work: Path) -> dict:
@@ -256,19 +241,7 @@ def _side_ort(args: argparse.Namespace, work: Path) -> dict:
         logits = session.run(None, {name: prompt})[0]
         return int(np.argmax(logits[0, -1].astype("float32")))
 
-    prefill()
-    times, tokens = [], []
-    for _ in range(args.prefills):
-        start = time.perf_counter()
-        tokens = [prefill()]
-        times.append((time.perf_counter() - start) * 1e3)
-    return {
-        "prefill_ms": statistics.median(times),
-        "token_ms": None,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "tokens": tokens,
-        "compile_s": export_s,
-    }
+    return {**_generate(args, prefill, None), "compile_s": export_s}
 
 
 def _matmul_rate(torch, n: int = 2048) -> float:
@@ -311,9 +284,10 @@ def _side_fork(args: argparse.Namespace, work: Path) -> dict:
 
 def _generate(args: argparse.Namespace, prefill, decode) -> dict:
     """Prefill (median of --prefills calls after a warm-up call, compile-free on both sides) and
-    decode times."""
+    decode times; a side without `decode` (None) times the prefill only."""
     prefill()  # warm-up: first-call allocations, lazy initialization
-    decode(0, args.prompt)
+    if decode is not None:
+        decode(0, args.prompt)
     times = []
     for _ in range(args.prefills):  # each rewrites the same cache positions
         start = time.perf_counter()
@@ -321,13 +295,14 @@ def _generate(args: argparse.Namespace, prefill, decode) -> dict:
         times.append((time.perf_counter() - start) * 1e3)
     prefill_ms = statistics.median(times)
     per_token = []
-    for position in range(args.prompt, args.prompt + args.tokens - 1):
+    positions = range(args.prompt, args.prompt + args.tokens - 1) if decode else range(0)
+    for position in positions:
         start = time.perf_counter()
         tokens.append(decode(tokens[-1], position))
         per_token.append((time.perf_counter() - start) * 1e3)
     return {
         "prefill_ms": prefill_ms,
-        "token_ms": statistics.median(per_token),
+        "token_ms": statistics.median(per_token) if per_token else None,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "tokens": tokens,
     }
@@ -402,7 +377,7 @@ def main() -> int:
         result = {
             "torch": lambda: _side_torch(args),
             "fork": lambda: _side_fork(args, work),
-            "inductor": lambda: _side_inductor(args),
+            "inductor": lambda: _side_torch(args, inductor=True),
             "ort": lambda: _side_ort(args, work),
         }[args.side]()
         print(json.dumps(result))
