@@ -195,6 +195,20 @@ def block_names(func: tirx.PrimFunc) -> list[str]:
     return [block.name_hint for block in _nodes(func, tirx.SBlock)]
 
 
+def unrolled_rows(stmt: tirx.Stmt) -> list[tirx.For]:
+    """The unrolled loops of more than one iteration in `stmt` (a register tile's rows), in
+    visiting order."""
+    found: list = []
+
+    def visit(node) -> None:
+        if isinstance(node, tirx.For) and node.kind == tirx.ForKind.UNROLLED:
+            if int(node.extent) > 1:
+                found.append(node)
+
+    tirx.stmt_functor.post_order_visit(stmt, visit)
+    return found
+
+
 def _loops(func: tirx.PrimFunc) -> list[tirx.For]:
     return _nodes(func, tirx.For)
 

@@ -15,7 +15,6 @@ structural check fails there.
 
 from __future__ import annotations
 
-import functools
 import re
 
 import numpy as np
@@ -23,29 +22,13 @@ import pytest
 import torch
 import tvm
 
-from .relaxrun import host_target, import_torch, kernels, lower_default, numpy_of, run_llvm
+from .relaxrun import host_target, kernels, lower_default, numpy_of, run_llvm
+from .test_cpu_bfloat16_kernels import bfloat16_block
 
 
-class Block(torch.nn.Module):
-    """A Llama-style MLP block: RMS norm, gated MLP (64 wide, 192 inner), residual."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.norm = torch.nn.RMSNorm(64, eps=1e-6)
-        self.gate = torch.nn.Linear(64, 192, bias=False)
-        self.up = torch.nn.Linear(64, 192, bias=False)
-        self.down = torch.nn.Linear(192, 64, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.norm(x)
-        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
-
-
-@functools.cache
 def _module() -> tuple[torch.nn.Module, tvm.IRModule]:
-    torch.manual_seed(0)
-    model = Block().to(torch.bfloat16).eval()
-    return model, import_torch(model, torch.randn(1, 16, 64, dtype=torch.bfloat16))
+    """The bfloat16 Llama MLP block of the vectorizing patch's test, static (16 tokens)."""
+    return bfloat16_block(False)
 
 
 def _dtypes(func) -> list[str]:

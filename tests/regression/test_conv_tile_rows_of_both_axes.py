@@ -19,7 +19,15 @@ import pytest
 import torch
 from tvm import tirx
 
-from .relaxrun import host_target, import_torch, kernels, lower_default, numpy_of, run_llvm
+from .relaxrun import (
+    host_target,
+    import_torch,
+    kernels,
+    lower_default,
+    numpy_of,
+    run_llvm,
+    unrolled_rows,
+)
 
 # AVX2: 8 float32 lanes, so neither 9 nor 14 columns take whole vectors
 AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
@@ -42,22 +50,11 @@ def _example(cin: int, size: int) -> torch.Tensor:
 def _rows_in_rows(func: tirx.PrimFunc) -> list[tuple[int, int]]:
     """(outer, inner) extents of each unrolled loop of more than one iteration that holds
     another: a register tile's rows of two axes."""
-    found: list[tuple[int, int]] = []
-
-    def rows(stmt) -> list[tirx.For]:
-        loops: list[tirx.For] = []
-
-        def visit(node) -> None:
-            if isinstance(node, tirx.For) and node.kind == tirx.ForKind.UNROLLED:
-                if int(node.extent) > 1:
-                    loops.append(node)
-
-        tirx.stmt_functor.post_order_visit(stmt, visit)
-        return loops
-
-    for loop in rows(func.body):
-        found += [(int(loop.extent), int(inner.extent)) for inner in rows(loop.body)]
-    return found
+    return [
+        (int(loop.extent), int(inner.extent))
+        for loop in unrolled_rows(func.body)
+        for inner in unrolled_rows(loop.body)
+    ]
 
 
 @pytest.mark.parametrize("name, cin, cout, k, size", CONVS, ids=[c[0] for c in CONVS])

@@ -49,7 +49,7 @@ class Block(torch.nn.Module):
 
 
 @functools.cache
-def _module(dynamic: bool) -> tuple[torch.nn.Module, tvm.IRModule]:
+def bfloat16_block(dynamic: bool) -> tuple[torch.nn.Module, tvm.IRModule]:
     torch.manual_seed(0)
     model = Block().to(torch.bfloat16).eval()
     shapes = ({1: torch.export.Dim("tokens", min=1, max=512)},) if dynamic else None
@@ -63,7 +63,7 @@ def _reads_bfloat16(func: tirx.PrimFunc) -> bool:
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic-length"])
 def test_bfloat16_kernels_are_vectorized(dynamic: bool) -> None:
-    _, mod = _module(dynamic)
+    _, mod = bfloat16_block(dynamic)
     found = {n: f for n, f in kernels(lower_default(mod, "llvm")).items() if _reads_bfloat16(f)}
     dense = [n for n in found if "matmul" in n]
     assert len(dense) >= 2, sorted(found)
@@ -80,7 +80,7 @@ CALLS = [(False, 16), (True, 1), (True, 16), (True, 37)]
 )
 @pytest.mark.parametrize("target", ["llvm", "host"])
 def test_bfloat16_block_matches_pytorch(dynamic: bool, length: int, target: str) -> None:
-    model, mod = _module(dynamic)
+    model, mod = bfloat16_block(dynamic)
     x = torch.randn(1, length, 64, dtype=torch.bfloat16)
     got = run_llvm(mod, numpy_of(x), target=host_target() if target == "host" else "llvm")
     with torch.no_grad():

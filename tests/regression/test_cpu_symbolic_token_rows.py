@@ -20,7 +20,15 @@ import torch
 import tvm
 from tvm import tirx
 
-from .relaxrun import _nodes, host_target, import_torch, kernels, lower_default, run_llvm
+from .relaxrun import (
+    _nodes,
+    host_target,
+    import_torch,
+    kernels,
+    lower_default,
+    run_llvm,
+    unrolled_rows,
+)
 
 
 class MLP(torch.nn.Module):
@@ -57,24 +65,11 @@ def _dense_kernels() -> dict[str, tirx.PrimFunc]:
     return found
 
 
-def _unrolled_rows(stmt: tirx.Stmt) -> list[tirx.For]:
-    """The unrolled loops of more than one iteration in `stmt` (a register tile's rows)."""
-    found: list = []
-
-    def visit(node) -> None:
-        if isinstance(node, tirx.For) and node.kind == tirx.ForKind.UNROLLED:
-            if int(node.extent) > 1:
-                found.append(node)
-
-    tirx.stmt_functor.post_order_visit(stmt, visit)
-    return found
-
-
 def test_dense_layers_tile_rows_of_tokens() -> None:
     for name, func in _dense_kernels().items():
         branches = _nodes(func, tirx.IfThenElse)
         assert branches, f"{name}: no body for a tile's rows of tokens\n{func}"
-        rows = _unrolled_rows(branches[0].then_case)
+        rows = unrolled_rows(branches[0].then_case)
         assert rows, f"{name}: the token rows are not unrolled in the tile\n{func}"
 
 
