@@ -173,7 +173,7 @@ def lowered_tir(
 
 def buffer_loads(func: tirx.PrimFunc) -> list[tirx.BufferLoad]:
     """The loads of `func`, in visiting order."""
-    return _nodes(func, tirx.BufferLoad)
+    return nodes(func, tirx.BufferLoad)
 
 
 def kernels(mod: tvm.IRModule) -> dict[str, tirx.PrimFunc]:
@@ -192,7 +192,7 @@ def vector_extents(func: tirx.PrimFunc) -> list[int]:
 
 def block_names(func: tirx.PrimFunc) -> list[str]:
     """The names of the blocks of `func`, in visiting order."""
-    return [block.name_hint for block in _nodes(func, tirx.SBlock)]
+    return [block.name_hint for block in nodes(func, tirx.SBlock)]
 
 
 def unrolled_rows(stmt: tirx.Stmt) -> list[tirx.For]:
@@ -210,13 +210,15 @@ def unrolled_rows(stmt: tirx.Stmt) -> list[tirx.For]:
 
 
 def _loops(func: tirx.PrimFunc) -> list[tirx.For]:
-    return _nodes(func, tirx.For)
+    return nodes(func, tirx.For)
 
 
-def _nodes(func: tirx.PrimFunc, kind: type) -> list:
-    """The nodes of type `kind` in the body of `func`, in visiting order."""
+def nodes(where: tirx.PrimFunc | tirx.Stmt, kind: type) -> list:
+    """The nodes of type `kind` in `where` (a statement, or a function's body), in visiting
+    order."""
     found: list = []
     tirx.stmt_functor.post_order_visit(
-        func.body, lambda n: found.append(n) if isinstance(n, kind) else None
+        where.body if isinstance(where, tirx.PrimFunc) else where,
+        lambda n: found.append(n) if isinstance(n, kind) else None,
     )
     return found

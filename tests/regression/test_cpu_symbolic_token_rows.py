@@ -21,11 +21,11 @@ import tvm
 from tvm import tirx
 
 from .relaxrun import (
-    _nodes,
     host_target,
     import_torch,
     kernels,
     lower_default,
+    nodes,
     run_llvm,
     unrolled_rows,
 )
@@ -67,7 +67,7 @@ def _dense_kernels() -> dict[str, tirx.PrimFunc]:
 
 def test_dense_layers_tile_rows_of_tokens() -> None:
     for name, func in _dense_kernels().items():
-        branches = _nodes(func, tirx.IfThenElse)
+        branches = nodes(func, tirx.IfThenElse)
         assert branches, f"{name}: no body for a tile's rows of tokens\n{func}"
         rows = unrolled_rows(branches[0].then_case)
         assert rows, f"{name}: the token rows are not unrolled in the tile\n{func}"
