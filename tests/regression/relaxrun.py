@@ -213,9 +213,9 @@ def _loops(func: tirx.PrimFunc) -> list[tirx.For]:
     return nodes(func, tirx.For)
 
 
-def nodes(where: tirx.PrimFunc | tirx.Stmt, kind: type) -> list:
-    """The nodes of type `kind` in `where` (a statement, or a function's body), in visiting
-    order."""
+def nodes(where: tirx.PrimFunc | tirx.Stmt | tirx.PrimExpr, kind: type) -> list:
+    """The nodes of type `kind` in `where` (a statement or an expression, or a function's
+    body), in visiting order."""
     found: list = []
     tirx.stmt_functor.post_order_visit(
         where.body if isinstance(where, tirx.PrimFunc) else where,

@@ -34,10 +34,12 @@ def _module() -> tuple[torch.nn.Module, tvm.IRModule]:
     return model, import_torch(model, torch.randn(1, 16, WIDTH), ({1: tokens},))
 
 
+@functools.cache
 def _dense_kernel() -> tirx.PrimFunc:
     _, mod = _module()
-    found = [f for name, f in kernels(lower_default(mod, "llvm")).items() if "matmul" in name]
-    assert len(found) == 1, sorted(kernels(lower_default(mod, "llvm")))
+    lowered = kernels(lower_default(mod, "llvm"))
+    found = [f for name, f in lowered.items() if "matmul" in name]
+    assert len(found) == 1, sorted(lowered)
     return found[0]
 
 
@@ -55,7 +57,7 @@ def _features_of_iterations(func: tirx.PrimFunc, tokens: int) -> list[int]:
         if realize.block.init is None and len(realize.iter_values) == 3
     ]
     assert updates, f"no dense block in the parallel loop\n{func}"
-    symbols = {var for p in func.params for d in p.shape for var in _vars(d)}
+    symbols = {var for p in func.params for d in p.shape for var in nodes(d, tirx.Var)}
     features = []
     for iteration in (0, 1):
         values = {loop.loop_var: tirx.IntImm(loop.min.ty.dtype, 0) for loop in loops}
@@ -64,14 +66,6 @@ def _features_of_iterations(func: tirx.PrimFunc, tokens: int) -> list[int]:
         binding = tirx.stmt_functor.substitute(updates[-1].iter_values[1], values)
         features.append(int(tvm.arith.Analyzer().simplify(binding)))
     return features
-
-
-def _vars(expr: tirx.PrimExpr) -> list[tirx.Var]:
-    found: list[tirx.Var] = []
-    tirx.stmt_functor.post_order_visit(
-        expr, lambda node: found.append(node) if isinstance(node, tirx.Var) else None
-    )
-    return found
 
 
 @pytest.mark.parametrize("tokens", [16, 128, 512])
