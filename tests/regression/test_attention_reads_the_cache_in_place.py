@@ -22,7 +22,7 @@ import tvm
 from tvm import tirx
 from tvm.relax.frontend.torch import from_exported_program
 
-from .relaxrun import host_target, kernels, lower_default, nodes
+from .relaxrun import host_target, kernels, lower_default, nodes, numpy_of
 
 HEADS, DIM, CACHE = 9, 64, 96
 
@@ -58,12 +58,12 @@ def _module(kv_heads: int, dtype: torch.dtype = torch.float32) -> tvm.IRModule:
 
 
 @functools.cache
-def _cache_readers(kv_heads: int) -> dict[str, tirx.PrimFunc]:
+def _cache_readers(kv_heads: int, dtype: torch.dtype) -> dict[str, tirx.PrimFunc]:
     """The lowered kernels that take a buffer of the cache's shape."""
     shape = [1, kv_heads, CACHE, DIM]
     return {
         name: func
-        for name, func in kernels(lower_default(_module(kv_heads), "llvm")).items()
+        for name, func in kernels(lower_default(_module(kv_heads, dtype), "llvm")).items()
         if any(
             isinstance(p, tirx.Buffer)
             and [int(d) for d in p.shape if isinstance(d, tirx.IntImm)] == shape
@@ -77,9 +77,13 @@ def _reduces(block: tirx.SBlock) -> bool:
     return any(iv.iter_type == tirx.IterVar.CommReduce for iv in block.iter_vars)
 
 
-@pytest.mark.parametrize("kv_heads", [3, 9], ids=["grouped-query", "multi-head"])
-def test_only_the_attention_matmuls_read_the_cache(kv_heads: int) -> None:
-    readers = _cache_readers(kv_heads)
+CALLS = [(3, torch.float32), (9, torch.float32), (3, torch.bfloat16)]
+CALL_IDS = ["grouped-query", "multi-head", "grouped-query-bfloat16"]
+
+
+@pytest.mark.parametrize(("kv_heads", "dtype"), CALLS, ids=CALL_IDS)
+def test_only_the_attention_matmuls_read_the_cache(kv_heads: int, dtype: torch.dtype) -> None:
+    readers = _cache_readers(kv_heads, dtype)
     copies = sorted(
         name
         for name, func in readers.items()
@@ -91,9 +95,9 @@ def test_only_the_attention_matmuls_read_the_cache(kv_heads: int) -> None:
     )
 
 
-@pytest.mark.parametrize("kv_heads", [3, 9], ids=["grouped-query", "multi-head"])
-def test_one_token_reads_the_cache_in_the_matmul(kv_heads: int) -> None:
-    for name, func in _cache_readers(kv_heads).items():
+@pytest.mark.parametrize(("kv_heads", "dtype"), CALLS, ids=CALL_IDS)
+def test_one_token_reads_the_cache_in_the_matmul(kv_heads: int, dtype: torch.dtype) -> None:
+    for name, func in _cache_readers(kv_heads, dtype).items():
         cache = next(p for p in func.params if len(p.shape) == 4)
         branches = nodes(func, tirx.IfThenElse)
         one_token = branches[0].else_case if branches else func.body
@@ -121,3 +125,15 @@ def test_results_match_pytorch(tokens: int, kv_heads: int, target: str) -> None:
     with torch.no_grad():
         want = _Attention()(*inputs).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("tokens", [1, 6])
+def test_bfloat16_results_match_pytorch(tokens: int) -> None:
+    # the importer computes it in float32: the matmuls read the bfloat16 cache widened
+    inputs = _inputs(tokens, 3, torch.bfloat16, seed=tokens)
+    vm = tvm.relax.VirtualMachine(tvm.compile(_module(3, torch.bfloat16), target="llvm"), tvm.cpu())
+    got = vm["main"](*[tvm.runtime.tensor(numpy_of(t)) for t in inputs])
+    got = (got if isinstance(got, tvm.runtime.Tensor) else got[0]).numpy().astype("float32")
+    with torch.no_grad():
+        want = _Attention()(*inputs).float().numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
