@@ -65,6 +65,18 @@ def run_llvm(
     return (out if isinstance(out, tvm.runtime.Tensor) else out[0]).numpy()
 
 
+def kernel_calls() -> tuple[list[tuple[str, list[tuple[int, ...]]]], Callable[..., object]]:
+    """A list, and a VM instrument (`run_llvm(..., instrument=...)`) that appends to it each
+    kernel the VM calls (not its builtins): the name and the shapes of its arguments."""
+    seen: list[tuple[str, list[tuple[int, ...]]]] = []
+
+    def record(func, name, before_run, ret_value, *args):  # the VM instrument signature
+        if before_run and not str(name).startswith("vm.builtin"):
+            seen.append((str(name), [tuple(a.shape) for a in args if hasattr(a, "shape")]))
+
+    return seen, record
+
+
 def run_outputs(mod: tvm.IRModule, *args: np.ndarray) -> list[np.ndarray]:
     """`main` of `mod` compiled for "llvm" on `args`: every output, flattened in order."""
     vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())

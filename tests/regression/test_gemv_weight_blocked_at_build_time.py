@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .relaxrun import import_torch, run_llvm
+from .relaxrun import import_torch, kernel_calls, run_llvm
 
 
 def test_a_batch_one_dense_layer_reads_its_weight_blocked() -> None:
@@ -25,12 +25,7 @@ def test_a_batch_one_dense_layer_reads_its_weight_blocked() -> None:
     x = torch.randn(1, 512)
     with torch.no_grad():
         want = model(x).numpy()
-    seen: list[tuple[str, list[tuple[int, ...]]]] = []
-
-    def record(func, name, before_run, ret_value, *args):  # the VM instrument signature
-        if before_run and not str(name).startswith("vm.builtin"):
-            seen.append((str(name), [tuple(a.shape) for a in args if hasattr(a, "shape")]))
-
+    seen, record = kernel_calls()
     got = run_llvm(import_torch(model, x), x.numpy(), instrument=record)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     matmuls = [(n, s) for n, s in seen if "matmul" in n]  # fused_matmul_add_... too

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from .relaxrun import host_target, import_torch, run_llvm
+from .relaxrun import host_target, import_torch, kernel_calls, run_llvm
 
 K, N = 1024, 512
 
@@ -31,12 +31,7 @@ def test_a_batch_one_dense_layer_reads_its_weight_a_cache_line_a_block(target: s
     x = torch.randn(1, K)
     with torch.no_grad():
         want = model(x).numpy()
-    seen: list[tuple[str, list[tuple[int, ...]]]] = []
-
-    def record(func, name, before_run, ret_value, *args):  # the VM instrument signature
-        if before_run and not str(name).startswith("vm.builtin"):
-            seen.append((str(name), [tuple(a.shape) for a in args if hasattr(a, "shape")]))
-
+    seen, record = kernel_calls()
     got = run_llvm(
         import_torch(model, x),
         x.numpy(),
