@@ -17,6 +17,8 @@ from tvm.relax.frontend.torch import from_exported_program
 # python/tvmfork/conformance/casework/targets.py's: these tests run without tvmfork)
 X86_LEVELS = "x86-64,x86-64-v3,x86-64-v4"
 PORTABLE = {"kind": "llvm", "mcpu": X86_LEVELS}
+# AVX2 (Haswell): 16 vector registers of 8 float32 lanes; the schedule tests' fixed x86 target
+AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
 
 
 def host_target() -> tvm.target.Target:
@@ -162,6 +164,13 @@ def lower_default(mod: tvm.IRModule, target: str | dict | tvm.target.Target) -> 
     """`mod` through the default Relax pipeline for `target` (a target's JSON dict or name)."""
     with tvm.target.Target(target):
         return relax.get_pipeline("default")(mod)
+
+
+def assembly(func: tirx.PrimFunc, target: str | dict | tvm.target.Target) -> str:
+    """The assembly LLVM emits for the one kernel `func` (as scheduled) on `target`."""
+    return tvm.tirx.build(func.with_attr("global_symbol", "main"), target=target).inspect_source(
+        "asm"
+    )
 
 
 def lowered_tir(

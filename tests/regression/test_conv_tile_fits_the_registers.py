@@ -21,6 +21,8 @@ import torch
 import tvm
 
 from .relaxrun import (
+    AVX2,
+    assembly,
     host_target,
     import_torch,
     kernels,
@@ -29,9 +31,6 @@ from .relaxrun import (
     run_llvm,
     unrolled_rows,
 )
-
-# AVX2: 16 vector registers of 8 float32 lanes
-AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
 
 # (name, input channels, output channels, map side, the tile's rows, its vectors)
 CONVS = [
@@ -73,7 +72,7 @@ def test_conv_tile_leaves_registers_for_a_step_s_loads(
     assert got == rows, f"{name}: the tile's rows are {got}, not {rows}\n{func}"
     # the reduction's loop (the basic block of the most multiply-adds) holds its accumulators
     # in registers: it loads and stores nothing on the stack
-    asm = tvm.tirx.build(func.with_attr("global_symbol", "main"), target=AVX2).inspect_source("asm")
+    asm = assembly(func, AVX2)
     loop = max(asm.split(".LBB"), key=lambda block: block.count("vfmadd"))
     assert loop.count("vfmadd") >= 12, loop
     assert "(%rsp)" not in loop, f"{name}: the accumulators spill\n{loop}"

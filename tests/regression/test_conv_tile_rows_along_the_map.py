@@ -22,6 +22,7 @@ import torch
 from tvm import tirx
 
 from .relaxrun import (
+    AVX2,
     host_target,
     import_torch,
     kernels,
@@ -33,8 +34,6 @@ from .relaxrun import (
 )
 
 # AVX2: 8 float32 lanes; 64 output channels take 2 vectors a tile
-AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
-
 # (name, batch, input channels, output channels, kernel, map, bias and ReLU)
 CONVS = [
     ("3x3-13x13", 1, 48, 64, 3, 13, True),

@@ -20,6 +20,7 @@ import torch
 from tvm import tirx
 
 from .relaxrun import (
+    AVX2,
     host_target,
     import_torch,
     kernels,
@@ -30,8 +31,6 @@ from .relaxrun import (
 )
 
 # AVX2: 8 float32 lanes, so neither 9 nor 14 columns take whole vectors
-AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
-
 # (name, input channels, output channels, kernel, map): squeezenet's classifier (smaller) and
 # a resnet stage-3 conv (narrower)
 CONVS = [("1x1-9x9", 64, 40, 1, 9), ("3x3-14x14", 32, 64, 3, 14)]

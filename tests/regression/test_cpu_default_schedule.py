@@ -15,7 +15,7 @@ import torch
 import tvm
 from tvm import relax, tirx
 
-from .relaxrun import host_target, import_torch, run_llvm
+from .relaxrun import AVX2, host_target, import_torch, run_llvm
 
 
 class Generator(torch.nn.Module):
@@ -157,9 +157,6 @@ def _import(name: str) -> tuple[torch.nn.Module, torch.Tensor, tvm.IRModule]:
     cls, shape = {**MODELS, **SCALAR_MODELS}[name]
     model, x = cls().eval(), torch.randn(*shape)
     return model, x, import_torch(model, x)
-
-
-AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
 
 
 def _lower_avx2(name: str) -> tvm.IRModule:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import tvm
 from tvm import tirx
 
 from .relaxrun import (
+    AVX2,
+    assembly,
     host_target,
     import_torch,
     kernels,
@@ -30,8 +31,6 @@ from .relaxrun import (
     numpy_of,
     run_llvm,
 )
-
-AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
 
 # (name, the pool, its input's shape)
 POOLS = [
@@ -65,7 +64,7 @@ def test_pool_is_a_parallel_serial_row_loop(
     padded = [buf.name for buf in buffers if buf.name.startswith("pad")]
     assert not padded, f"{name}: the input is copied into {padded}\n{func}"
     # LLVM vectorized the row loop: AVX2 (256-bit) max or add instructions
-    asm = tvm.tirx.build(func.with_attr("global_symbol", "main"), target=AVX2).inspect_source("asm")
+    asm = assembly(func, AVX2)
     assert ("vmaxps\t%ymm" if "max" in name else "vaddps\t%ymm") in asm, name
 
 
