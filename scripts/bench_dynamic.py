@@ -61,7 +61,7 @@ def bench(name: str, lengths: list[int], target: str, reps: int) -> list[dict[st
 
     suite = _suite()
     torch.manual_seed(0)
-    model, (example,) = suite.CASES[name]()
+    model, (example,) = suite.CASES[name]()[:2]
     dynamic = _compile(model, example, target, dynamic=True)
     rows = []
     for length in lengths:

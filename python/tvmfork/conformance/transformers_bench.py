@@ -66,12 +66,18 @@ def _case(
     config: dict[str, Any] | None = None,
     part: Callable[[Any], Any] | None = None,
     dtype: torch.dtype | None = None,
-) -> Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
+) -> Callable[[], tuple[Any, ...]]:
     """A case: transformers' `cls` built from `model_type`'s default config updated with
     `config` (or the sub-module `part` of it), fed `feed(config)`, returning `output`; in
-    `dtype` (weights and float inputs, as a checkpoint stored in it loads) where given."""
+    `dtype` (weights and float inputs, as a checkpoint stored in it loads) where given, then
+    with {"float32": the same rounded weights in float32} (torch_route.run_torch's options):
+    a half-precision output is held to be as close to that float32 computation as PyTorch's
+    own, as the registry's half-precision cases are (5 bfloat16 steps of PyTorch's result is
+    no bound where PyTorch's bfloat16 kernels round differently on each CPU)."""
 
-    def make() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    def make() -> tuple[Any, ...]:
+        import copy
+
         import transformers
 
         cfg = transformers.AutoConfig.for_model(model_type, **(config or {}))
@@ -79,10 +85,13 @@ def _case(
         if part is not None:
             model = part(model)
         inputs = feed(cfg)
-        if dtype is not None:
-            model = model.to(dtype)
-            inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
-        return Wrapped(model, tuple(inputs), output), tuple(inputs.values())
+        if dtype is None:
+            return Wrapped(model, tuple(inputs), output), tuple(inputs.values())
+        model = model.to(dtype)
+        inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
+        wide = Wrapped(copy.deepcopy(model).float(), tuple(inputs), output)
+        called = Wrapped(model, tuple(inputs), output)
+        return called, tuple(inputs.values()), {"float32": wide}
 
     return make
 
@@ -105,7 +114,7 @@ def _mel(cfg: Any) -> dict[str, torch.Tensor]:
 
 HIDDEN = "last_hidden_state"
 
-CASES: dict[str, Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]] = {
+CASES: dict[str, Callable[[], tuple[Any, ...]]] = {
     # text encoders, 64 tokens
     "bert-base": _case("bert", "BertModel", HIDDEN, _ids),
     "distilbert-base": _case("distilbert", "DistilBertModel", HIDDEN, _ids),
