@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tvm import tirx
 
 from .relaxrun import (
     host_target,
@@ -84,4 +83,3 @@ def test_matmul_with_a_unit_axis_at_zero_matches_pytorch(name: str) -> None:
     with torch.no_grad():
         want = model.eval()(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-
