@@ -1,0 +1,112 @@
+"""Benchmark (not a test): one TVM Python module as another file has it vs as installed.
+
+For a Python patch's speed: compiles each named case of a torch-module suite (as
+`profile_model.py` loads it, through torch.export) twice in one process, once with the
+functions of the installed module `--module` replaced by those of `--old` (the module's file
+before the patch, e.g. `git -C CHECKOUT show fork~1:python/tvm/s_tir/dlight/cpu/contraction.py`)
+and once as installed, then runs the two alternately ROUNDS times. Prints the CPU model and,
+per case, each side's median and minimum, the ratio new / old, and each side's largest
+difference from PyTorch eager's output. Every function the old file defines replaces the
+installed one of that name, so the old functions call each other; classes stay as installed.
+Run it with the fork venv's Python, 1 thread, on an otherwise idle machine:
+
+    FORK=~/.cache/tvmfork/venvs/fork/bin/python
+    $FORK scripts/bench_module_ab.py --module tvm.s_tir.dlight.cpu.contraction --old OLD.py \\
+        torchvision regnet_x_400mf resnext50_32x4d [--target '{"kind":"llvm","mcpu":"haswell"}']
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import statistics
+import sys
+import time
+import types
+from collections.abc import Iterator
+
+from profile_model import SUITES, cpu_model, load_case
+
+
+@contextlib.contextmanager
+def _old_functions(module: types.ModuleType, path: str) -> Iterator[None]:
+    """The module's functions replaced by those `path` defines, for the block's duration."""
+    old = types.ModuleType(f"{module.__name__}_old")
+    old.__package__ = module.__package__
+    with open(path, encoding="utf-8") as f:
+        exec(compile(f.read(), path, "exec"), old.__dict__)
+    swapped = {
+        name: module.__dict__[name]
+        for name, value in old.__dict__.items()
+        if isinstance(value, types.FunctionType)
+        and value.__module__ == old.__name__
+        and isinstance(module.__dict__.get(name), types.FunctionType)
+    }
+    if not swapped:
+        raise SystemExit(f"{path} defines no function that {module.__name__} has")
+    module.__dict__.update({name: old.__dict__[name] for name in swapped})
+    try:
+        yield
+    finally:
+        module.__dict__.update(swapped)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--module", required=True, help="a TVM Python module, e.g. tvm.relax.x")
+    ap.add_argument("--old", required=True, help="that module's file before the change")
+    ap.add_argument("--target", default="host", help="host (the default) or a TVM target")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("suite", choices=sorted(SUITES))
+    ap.add_argument("cases", nargs="+")
+    a = ap.parse_args()
+    os.environ.setdefault("TVM_NUM_THREADS", "1")
+
+    import numpy as np
+    import torch
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.torch import from_exported_program
+
+    module = importlib.import_module(a.module)
+    target = tvm.target.Target.from_device("cpu") if a.target == "host" else a.target
+    torch.set_num_threads(int(os.environ["TVM_NUM_THREADS"]))
+    print(f"CPU {cpu_model()}; target {target}; TVM_NUM_THREADS {os.environ['TVM_NUM_THREADS']}")
+    for name in a.cases:
+        torch.manual_seed(0)
+        model, inputs = load_case(a.suite, name)[:2]
+        with torch.no_grad():
+            exported = torch.export.export(model.eval(), tuple(inputs))
+            expected = model(*inputs)
+        mod = from_exported_program(exported, keep_params_as_input=False)
+        expected = expected[0] if isinstance(expected, (tuple, list)) else expected
+        args = [tvm.runtime.tensor(x.detach().numpy()) for x in inputs]
+        vms = {}
+        with _old_functions(module, a.old):
+            vms["old"] = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
+        vms["new"] = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
+        error = {}
+        for side, vm in vms.items():
+            out = vm["main"](*args)
+            out = out if hasattr(out, "numpy") else out[0]
+            error[side] = float(np.abs(out.numpy() - expected.numpy()).max())
+        times: dict[str, list[float]] = {side: [] for side in vms}
+        for _ in range(a.rounds):
+            for side, vm in vms.items():
+                start = time.perf_counter()
+                vm["main"](*args)
+                times[side].append((time.perf_counter() - start) * 1e3)
+        old, new = (statistics.median(times[s]) for s in ("old", "new"))
+        print(
+            f"{a.suite}/{name}: old {old:.2f} ms (min {min(times['old']):.2f}), new {new:.2f} ms"
+            f" (min {min(times['new']):.2f}), new / old {new / old:.3f}; largest difference"
+            f" from PyTorch: old {error['old']:.3g}, new {error['new']:.3g}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
