@@ -6,8 +6,8 @@ functions of the installed module `--module` replaced by those of `--old` (the m
 before the patch, e.g. `git -C CHECKOUT show fork~1:python/tvm/s_tir/dlight/cpu/contraction.py`)
 and once as installed, then runs the two alternately ROUNDS times. Prints the CPU model and,
 per case, each side's median and minimum, the ratio new / old, and each side's largest
-difference from PyTorch eager's output. Every function the old file defines replaces the
-installed one of that name, so the old functions call each other; classes stay as installed.
+difference from PyTorch eager's output. Every function the old file defines, and every method
+of a class it defines, replaces the installed one of that name, so the old ones call each other.
 Run it with the fork venv's Python, 1 thread, on an otherwise idle machine:
 
     FORK=~/.cache/tvmfork/venvs/fork/bin/python
@@ -32,25 +32,41 @@ from profile_model import SUITES, cpu_model, load_case
 
 @contextlib.contextmanager
 def _old_functions(module: types.ModuleType, path: str) -> Iterator[None]:
-    """The module's functions replaced by those `path` defines, for the block's duration."""
+    """The module's functions, and its classes' methods, replaced by those `path` defines,
+    for the block's duration."""
     old = types.ModuleType(f"{module.__name__}_old")
     old.__package__ = module.__package__
     with open(path, encoding="utf-8") as f:
         exec(compile(f.read(), path, "exec"), old.__dict__)
-    swapped = {
-        name: module.__dict__[name]
-        for name, value in old.__dict__.items()
-        if isinstance(value, types.FunctionType)
-        and value.__module__ == old.__name__
-        and isinstance(module.__dict__.get(name), types.FunctionType)
-    }
-    if not swapped:
-        raise SystemExit(f"{path} defines no function that {module.__name__} has")
-    module.__dict__.update({name: old.__dict__[name] for name in swapped})
+    # (namespace, name, installed value, old value) of each replaced function or method
+    swaps = []
+    for name, value in old.__dict__.items():
+        mine = module.__dict__.get(name)
+        if getattr(value, "__module__", None) != old.__name__ or mine is None:
+            continue
+        if isinstance(value, types.FunctionType) and isinstance(mine, types.FunctionType):
+            swaps.append((module.__dict__, name, mine, value))
+        elif isinstance(value, type) and isinstance(mine, type):
+            for attr, method in vars(value).items():
+                if isinstance(method, (types.FunctionType, staticmethod, classmethod)):
+                    if attr in vars(mine):
+                        swaps.append((mine, attr, vars(mine)[attr], method))
+    if not swaps:
+        raise SystemExit(f"{path} defines no function or method that {module.__name__} has")
+    for space, name, _, value in swaps:
+        _set(space, name, value)
     try:
         yield
     finally:
-        module.__dict__.update(swapped)
+        for space, name, value, _ in swaps:
+            _set(space, name, value)
+
+
+def _set(space, name: str, value) -> None:  # type: ignore[no-untyped-def]
+    if isinstance(space, dict):
+        space[name] = value
+    else:
+        setattr(space, name, value)
 
 
 def main() -> int:
