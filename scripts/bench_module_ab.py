@@ -69,6 +69,13 @@ def _set(space, name: str, value) -> None:  # type: ignore[no-untyped-def]
         setattr(space, name, value)
 
 
+def _first(value):  # type: ignore[no-untyped-def]
+    """A model's first output: the value itself, or the first of a tuple, list or dict."""
+    while not hasattr(value, "numpy"):
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+    return value
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--module", required=True, help="a TVM Python module, e.g. tvm.relax.x")
@@ -97,7 +104,7 @@ def main() -> int:
             exported = torch.export.export(model.eval(), tuple(inputs))
             expected = model(*inputs)
         mod = from_exported_program(exported, keep_params_as_input=False)
-        expected = expected[0] if isinstance(expected, (tuple, list)) else expected
+        expected = _first(expected)
         args = [tvm.runtime.tensor(x.detach().numpy()) for x in inputs]
         vms = {}
         with _old_functions(module, a.old):
@@ -106,7 +113,7 @@ def main() -> int:
         error = {}
         for side, vm in vms.items():
             out = vm["main"](*args)
-            out = out if hasattr(out, "numpy") else out[0]
+            out = _first(out)
             error[side] = float(np.abs(out.numpy() - expected.numpy()).max())
         times: dict[str, list[float]] = {side: [] for side in vms}
         for _ in range(a.rounds):
