@@ -17,8 +17,16 @@ import numpy as np
 import torch
 from tvm import tirx
 
-from .relaxrun import assembly, host_target, import_torch, kernels, lower_default, nodes
-from .relaxrun import numpy_of, run_llvm
+from .relaxrun import (
+    assembly,
+    host_target,
+    import_torch,
+    kernels,
+    lower_default,
+    nodes,
+    numpy_of,
+    run_llvm,
+)
 
 AVX512 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}
 

@@ -7,8 +7,8 @@ the output channels down as the vector axis and vectorized along the output's co
 input a stride of 2 reads lane by lane: RegNetX-400MF's 32-channel stride-2 grouped conv on
 80 x 80 took 2.6x the time of the ungrouped conv of twice its multiply-adds. On the fork the
 grouped conv's tile is vectorized along a group's output channels (the model 8.06 -> 6.72
-ms on an AVX-512 CPU, 1 thread). Stock 0.26.0 schedules no CPU kernel (serial scalar loops), so the check of the
-schedule fails there too.
+ms on an AVX-512 CPU, 1 thread). Stock 0.26.0 schedules no CPU kernel (serial scalar
+loops), so the check of the schedule fails there too.
 """
 
 from __future__ import annotations
