@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import os
 import statistics
 import sys
-import time
 import types
 from collections.abc import Iterator
 
+import _paths  # noqa: F401  (the conformance worker's folder on sys.path)
+from casework.timing import samples_ms  # type: ignore[import-not-found]
 from profile_model import SUITES, cpu_model, load_case
 
 
@@ -115,12 +117,9 @@ def main() -> int:
             out = vm["main"](*args)
             out = _first(out)
             error[side] = float(np.abs(out.numpy() - expected.numpy()).max())
-        times: dict[str, list[float]] = {side: [] for side in vms}
-        for _ in range(a.rounds):
-            for side, vm in vms.items():
-                start = time.perf_counter()
-                vm["main"](*args)
-                times[side].append((time.perf_counter() - start) * 1e3)
+        times = samples_ms(
+            {side: functools.partial(vm["main"], *args) for side, vm in vms.items()}, a.rounds
+        )
         old, new = (statistics.median(times[s]) for s in ("old", "new"))
         print(
             f"{a.suite}/{name}: old {old:.2f} ms (min {min(times['old']):.2f}), new {new:.2f} ms"

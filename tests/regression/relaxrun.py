@@ -19,6 +19,8 @@ X86_LEVELS = "x86-64,x86-64-v3,x86-64-v4"
 PORTABLE = {"kind": "llvm", "mcpu": X86_LEVELS}
 # AVX2 (Haswell): 16 vector registers of 8 float32 lanes; the schedule tests' fixed x86 target
 AVX2 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}
+# AVX-512 (Skylake-X): 32 vector registers of 16 float32 lanes
+AVX512 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}
 
 
 def host_target() -> tvm.target.Target:

@@ -18,6 +18,7 @@ import torch
 from tvm import tirx
 
 from .relaxrun import (
+    AVX512,
     assembly,
     host_target,
     import_torch,
@@ -27,8 +28,6 @@ from .relaxrun import (
     numpy_of,
     run_llvm,
 )
-
-AVX512 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}
 
 
 def _block() -> torch.nn.Module:

@@ -17,11 +17,11 @@ import pytest
 import torch
 import tvm
 
-from .relaxrun import host_target, kernels, lower_default, run_llvm, vector_extents
+from .relaxrun import AVX2, AVX512, host_target, kernels, lower_default, run_llvm, vector_extents
 
 TARGETS = {
-    "avx512": ({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}, 16),
-    "avx2": ({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "haswell"}, 8),
+    "avx512": (AVX512, 16),
+    "avx2": (AVX2, 8),
 }
 
 

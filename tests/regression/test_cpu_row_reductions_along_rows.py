@@ -17,9 +17,15 @@ import numpy as np
 import torch
 import tvm
 
-from .relaxrun import block_names, host_target, import_torch, kernels, lower_default, run_llvm
-
-AVX512 = {"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "skylake-avx512"}
+from .relaxrun import (
+    AVX512,
+    block_names,
+    host_target,
+    import_torch,
+    kernels,
+    lower_default,
+    run_llvm,
+)
 
 
 class PoolAndAttend(torch.nn.Module):
