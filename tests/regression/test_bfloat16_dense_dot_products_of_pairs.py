@@ -12,6 +12,8 @@ the assembly fails there too.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -56,9 +58,10 @@ def _host_has_avx512_bf16() -> bool:
     return bool(features.get("avx512bf16", False))
 
 
-@pytest.fixture(scope="module")
-def host_vm() -> object:
-    """The layer over a symbolic token count, compiled for this machine."""
+@functools.cache
+def _host_vm() -> object:
+    """The layer over a symbolic token count, compiled for this machine (once: in the tests,
+    so that a failure to build fails them)."""
     x = torch.randn(64, 256).to(torch.bfloat16)
     mod = import_torch(_layer(), x, dynamic_shapes=_tokens())
     return relax.VirtualMachine(tvm.compile(mod, target=host_target()), tvm.cpu())
@@ -66,8 +69,8 @@ def host_vm() -> object:
 
 @pytest.mark.skipif(not _host_has_avx512_bf16(), reason="the host has no AVX512-BF16")
 @pytest.mark.parametrize("tokens", [1, 13, 64])
-def test_bfloat16_dense_matches_pytorch(host_vm: object, tokens: int) -> None:
-    layer, vm = _layer(), host_vm
+def test_bfloat16_dense_matches_pytorch(tokens: int) -> None:
+    layer, vm = _layer(), _host_vm()
     x = torch.randn(tokens, 256, generator=torch.Generator().manual_seed(tokens))
     x = x.to(torch.bfloat16)
     out = vm["main"](tvm.runtime.tensor(numpy_of(x)))
