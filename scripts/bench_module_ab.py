@@ -32,6 +32,17 @@ from casework.timing import samples_ms  # type: ignore[import-not-found]
 from profile_model import SUITES, cpu_model, load_case
 
 
+def _numpy(x: object) -> object:
+    """A torch tensor as numpy, bfloat16 as ml_dtypes' bfloat16 (which TVM takes)."""
+    import ml_dtypes
+    import torch
+
+    x = x.detach()  # type: ignore[attr-defined]
+    if x.dtype == torch.bfloat16:
+        return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return x.numpy()
+
+
 @contextlib.contextmanager
 def _old_functions(module: types.ModuleType, path: str) -> Iterator[None]:
     """The module's functions, and its classes' methods, replaced by those `path` defines,
@@ -107,7 +118,7 @@ def main() -> int:
             expected = model(*inputs)
         mod = from_exported_program(exported, keep_params_as_input=False)
         expected = _first(expected)
-        args = [tvm.runtime.tensor(x.detach().numpy()) for x in inputs]
+        args = [tvm.runtime.tensor(_numpy(x)) for x in inputs]
         vms = {}
         with _old_functions(module, a.old):
             vms["old"] = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
@@ -116,7 +127,8 @@ def main() -> int:
         for side, vm in vms.items():
             out = vm["main"](*args)
             out = _first(out)
-            error[side] = float(np.abs(out.numpy() - expected.numpy()).max())
+            got = out.numpy().astype("float32")
+            error[side] = float(np.abs(got - expected.detach().float().numpy()).max())
         times = samples_ms(
             {side: functools.partial(vm["main"], *args) for side, vm in vms.items()}, a.rounds
         )
